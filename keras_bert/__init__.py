@@ -1,0 +1,9 @@
+"""keras_bert: BERT on TensorFlow and Keras 3."""
+
+from keras_bert import backend as _backend  # noqa: F401  (selects the TensorFlow backend first)
+from keras_bert.config import BertConfig
+from keras_bert.models import BertEncoder
+
+__version__ = "0.1.0"
+
+__all__ = ["BertConfig", "BertEncoder", "__version__"]

@@ -1,0 +1,7 @@
+"""Keras layers of the BERT encoder and its heads."""
+
+from keras_bert.layers.embeddings import BertEmbeddings
+from keras_bert.layers.pooler import Pooler
+from keras_bert.layers.transformer_block import TransformerBlock
+
+__all__ = ["BertEmbeddings", "Pooler", "TransformerBlock"]

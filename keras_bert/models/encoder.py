@@ -1,0 +1,145 @@
+"""`BertEncoder`: the BERT encoder as a Keras functional model."""
+
+import keras
+import numpy as np
+
+from keras_bert.config import BertConfig
+from keras_bert.layers.embeddings import BertEmbeddings
+from keras_bert.layers.pooler import Pooler
+from keras_bert.layers.transformer_block import TransformerBlock
+from keras_bert.models import weights as weights_lib
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertEncoder(keras.Model):
+    """The BERT encoder: embeddings, ``num_hidden_layers`` transformer blocks, pooler.
+
+    Inputs are a dict of int32 ``[batch, seq]`` tensors named as in TF Hub BERT:
+    ``input_word_ids``, ``input_mask`` (1 = real token, 0 = padding; padding gets no
+    attention) and ``input_type_ids``. ``seq`` may be any length up to
+    ``max_position_embeddings``. Outputs are a dict: ``sequence_output``
+    ``[batch, seq, hidden]``, ``pooled_output`` ``[batch, hidden]`` and ``encoder_outputs``,
+    the list of every block's output.
+
+    Args:
+        config: a `BertConfig` (or its dict).
+        dtype: a Keras dtype policy name such as ``"mixed_bfloat16"``; default: the global one.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+    ...                                  num_attention_heads=4, intermediate_size=64))
+    >>> ids = np.array([[2, 17, 42, 3, 0]], dtype="int32")
+    >>> outputs = encoder({"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+    ...                    "input_type_ids": np.zeros_like(ids)})
+    >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape
+    (TensorShape([1, 5, 32]), TensorShape([1, 32]))
+    >>> len(outputs["encoder_outputs"])
+    2
+
+    Real weights come from a preset: ``BertEncoder.from_preset("base")``.
+    """
+
+    def __init__(self, config=None, dtype=None, **kwargs):
+        if config is None:
+            config = BertConfig()
+        elif isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        elif not isinstance(config, BertConfig):
+            raise TypeError(f"config must be a BertConfig or dict, got {type(config).__name__}.")
+        kwargs.setdefault("name", "bert_encoder")
+        if dtype is not None:
+            dtype = keras.dtype_policies.get(dtype)
+
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            dropout=config.hidden_dropout_prob,
+            dtype=dtype,
+            name="embeddings",
+        )
+        x = embeddings((inputs["input_word_ids"], inputs["input_type_ids"]))
+        blocks = []
+        encoder_outputs = []
+        for i in range(config.num_hidden_layers):
+            block = TransformerBlock(
+                hidden_size=config.hidden_size,
+                num_attention_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size,
+                hidden_act=config.hidden_act,
+                dropout=config.hidden_dropout_prob,
+                attention_dropout=config.attention_probs_dropout_prob,
+                initializer_range=config.initializer_range,
+                layer_norm_eps=config.layer_norm_eps,
+                dtype=dtype,
+                name=f"transformer_block_{i}",
+            )
+            x = block((x, inputs["input_mask"]))
+            blocks.append(block)
+            encoder_outputs.append(x)
+        pooler = Pooler(
+            config.hidden_size,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="pooler",
+        )
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": pooler(x),
+            "encoder_outputs": encoder_outputs,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.bert_config = config
+        self.embeddings = embeddings
+        self.transformer_blocks = blocks
+        self.pooler = pooler
+        # Set by from_preset; carried by save_to_preset.
+        self.vocab_path = None
+        self.do_lower_case = None
+
+    # ------------------------------------------------------------ weights
+    def canonical_variables(self):
+        """Every weight by its variable name in Google's original BERT checkpoints."""
+        out = {}
+        for name, var in self.embeddings.canonical_variables().items():
+            out[f"bert/embeddings/{name}"] = var
+        for i, block in enumerate(self.transformer_blocks):
+            for name, var in block.canonical_variables().items():
+                out[f"bert/encoder/layer_{i}/{name}"] = var
+        for name, var in self.pooler.canonical_variables().items():
+            out[f"bert/pooler/{name}"] = var
+        return out
+
+    def get_canonical_weights(self):
+        """A dict of numpy arrays keyed by Google checkpoint variable names."""
+        return {name: np.asarray(var.numpy()) for name, var in self.canonical_variables().items()}
+
+    def set_canonical_weights(self, weights, source="weights"):
+        """Assigns a dict keyed by Google variable names; checks every name and shape first.
+
+        Keys this model has no variable for (pre-training heads, optimizer slots) are ignored.
+        """
+        weights_lib.assign(self.canonical_variables(), weights, source=source)
+
+    # ------------------------------------------------------------ config
+    def get_config(self):
+        return {"config": self.bert_config.to_dict(), "name": self.name, "trainable": self.trainable,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "dtype" in config and isinstance(config["dtype"], dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
