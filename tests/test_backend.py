@@ -1,0 +1,29 @@
+import os
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def _import_with(env_backend):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("KERAS_BACKEND", None)
+    if env_backend is not None:
+        env["KERAS_BACKEND"] = env_backend
+    return subprocess.run(
+        [sys.executable, "-c", "import keras_bert, keras; print(keras.config.backend())"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_selects_tensorflow_when_unset():
+    result = _import_with(None)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "tensorflow"
+
+
+def test_refuses_another_backend():
+    result = _import_with("jax")
+    assert result.returncode != 0
+    assert "KERAS_BACKEND='jax'" in result.stderr
+    assert "TensorFlow backend" in result.stderr
