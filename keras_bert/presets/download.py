@@ -10,11 +10,13 @@ conversion never leaves something that a later call would take for complete.
 """
 
 import hashlib
+import http.client
 import os
 import shutil
 import socket
 import sys
 import tempfile
+import zlib
 import time
 import urllib.error
 import urllib.request
@@ -94,7 +96,7 @@ def fetch(url, target, sha256=None, progress=True):
     try:
         try:
             response = urllib.request.urlopen(url, timeout=timeout())
-        except (urllib.error.URLError, socket.timeout, OSError) as e:
+        except (urllib.error.URLError, socket.timeout, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
             raise DownloadError(
                 f"Cannot download {url}: {reason}. {manual_instructions(url, target)}"
@@ -111,7 +113,7 @@ def fetch(url, target, sha256=None, progress=True):
                     out.write(chunk)
                     if bar:
                         bar.update(len(chunk))
-            except (socket.timeout, OSError) as e:
+            except (socket.timeout, OSError, http.client.HTTPException) as e:
                 raise DownloadError(
                     f"Download of {url} broke off: {e}. {manual_instructions(url, target)}"
                 ) from None
@@ -152,8 +154,8 @@ def extract_zip(zip_path, into):
                 if not (dest == root or dest.startswith(root + os.sep)):
                     raise DownloadError(f"{zip_path}: member {member!r} escapes the archive.")
             archive.extractall(into)
-    except zipfile.BadZipFile as e:
-        raise DownloadError(f"{zip_path} is not a valid zip archive ({e}).") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError) as e:
+        raise DownloadError(f"{zip_path} is corrupt or not a zip archive ({e}).") from None
     for dirpath, _, files in os.walk(into):
         if "bert_config.json" in files and "__MACOSX" not in dirpath:
             return dirpath
