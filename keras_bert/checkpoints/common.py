@@ -79,9 +79,9 @@ def check_shapes(shapes, config, source):
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise CheckpointError(f"{source}: missing variable(s) {shown}.")
     expected.update(head_shapes(config))
-    for name, shape in shapes.items():
-        want = expected.get(name)
-        if want is not None and tuple(shape) != tuple(want):
+    for name, want in expected.items():  # canonical order: the first bad layer is reported
+        shape = shapes.get(name)
+        if shape is not None and tuple(shape) != tuple(want):
             hint = ""
             if name in ("bert/embeddings/word_embeddings", "cls/predictions/output_bias") \
                     and tuple(shape)[1:] == tuple(want)[1:]:
