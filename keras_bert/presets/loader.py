@@ -105,13 +105,20 @@ def _from_registry(spec, url=None, sha256=None, progress=True):
                 expected_files=["bert_config.json", "vocab.txt"],
             )
         except CheckpointError as e:
-            os.remove(zip_path)  # a bad archive must not be reused; the next call re-downloads
+            _remove(zip_path)  # a bad archive must not be reused; the next call re-downloads
             raise download.DownloadError(
                 f"{e} The archive was removed. "
                 f"{download.manual_instructions(source, zip_path)}"
             ) from None
-        os.remove(zip_path)
+        _remove(zip_path)  # converted; the archive is no longer needed
     return Preset(spec.name, source, open_directory(target))
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:  # another process got there first
+        pass
 
 
 def _from_zip(path, do_lower_case=None):

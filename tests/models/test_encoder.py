@@ -109,3 +109,16 @@ def test_sequence_longer_than_max_position_embeddings(tmp_path):
     with pytest.raises(Exception, match="max_position_embeddings=16"):
         loaded(too_long)
     loaded(_inputs(40, seq=16))  # the limit itself is fine
+
+
+def test_from_preset_under_mixed_precision(tmp_path):
+    encoder = _small_encoder()
+    encoder.save_to_preset(str(tmp_path))
+    mixed = BertEncoder.from_preset(str(tmp_path), dtype="mixed_bfloat16")
+    inputs = _inputs(40)
+    want = _outputs(encoder, inputs)
+    got = mixed(inputs)
+    pooled = np.asarray(keras.ops.cast(got["pooled_output"], "float32"))
+    assert np.abs(pooled - want["pooled_output"]).max() < 0.1
+    np.testing.assert_array_equal(mixed.get_canonical_weights()["bert/pooler/dense/kernel"],
+                                  encoder.get_canonical_weights()["bert/pooler/dense/kernel"])

@@ -12,7 +12,7 @@ from keras_bert import BertConfig, BertEncoder
 from keras_bert.presets import PRESETS, PresetSpec, load_preset
 from keras_bert.presets.download import DownloadError
 
-from conftest import TINY, write_google_dir, zip_dir  # noqa: E402  (tests/presets/conftest.py)
+from google_zips import TINY, write_google_dir, zip_dir  # tests/presets/google_zips.py
 
 TOY = PresetSpec("toy", "test preset", TINY["num_hidden_layers"], TINY["hidden_size"],
                  TINY["num_attention_heads"], TINY["vocab_size"], True, "google",

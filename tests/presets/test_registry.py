@@ -12,7 +12,7 @@ from keras_bert.checkpoints import CheckpointError
 from keras_bert.models.weights import WeightsMismatchError
 from keras_bert.presets import PRESETS, UnknownPresetError, list_presets, load_preset
 
-from conftest import write_google_dir  # noqa: E402  (tests/presets/conftest.py)
+from google_zips import write_google_dir  # tests/presets/google_zips.py
 
 EXPECTED = {
     "tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512),
