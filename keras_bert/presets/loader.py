@@ -88,6 +88,11 @@ def _from_registry(spec, url=None, sha256=None, progress=True):
     root = download.cache_root()
     target = os.path.join(root, spec.name)
     source = preset_url(spec, url)
+    if os.path.exists(target) and not layout.is_layout(target):
+        raise CheckpointError(
+            f"{target} exists but is not a complete keras_bert preset (no "
+            f"{layout.METADATA_FILE}); remove it and try again."
+        )
     if not layout.is_layout(target):
         zip_path = os.path.join(root, "downloads", os.path.basename(source.split("?")[0]))
         if not os.path.isfile(zip_path):
