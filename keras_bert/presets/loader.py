@@ -152,6 +152,11 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
         progress: show a progress bar while downloading.
     """
     name_or_path = os.fspath(name_or_path)
+    if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
+        preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress)
+        if do_lower_case is not None:
+            preset.do_lower_case = do_lower_case
+        return preset
     if os.path.isdir(name_or_path):
         path = os.path.abspath(name_or_path)
         return Preset(os.path.basename(path), path, open_directory(path, do_lower_case))
@@ -161,11 +166,6 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
         raise CheckpointError(
             f"{name_or_path} is a file; pass the checkpoint directory that holds it, or a .zip."
         )
-    if name_or_path in PRESETS:
-        preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress)
-        if do_lower_case is not None:
-            preset.do_lower_case = do_lower_case
-        return preset
     if os.sep in name_or_path or name_or_path.lower().endswith(".zip"):
         raise CheckpointError(f"No such file or directory: {name_or_path}")
     close = difflib.get_close_matches(name_or_path, list(PRESETS), n=3, cutoff=0.5)
