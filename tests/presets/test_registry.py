@@ -124,3 +124,15 @@ def test_config_vocab_size_disagreeing_with_embeddings(tmp_path):
     (tmp_path / "vocab.txt").unlink()
     with pytest.raises(CheckpointError, match="30522 vocabulary entries.*vocab_size=30000"):
         BertEncoder.from_preset(str(tmp_path))
+
+
+def test_newer_layout_version_is_refused(tmp_path):
+    encoder = BertEncoder(keras_bert.BertConfig(vocab_size=20, hidden_size=8,
+                                                num_hidden_layers=1, num_attention_heads=2,
+                                                intermediate_size=16))
+    encoder.save_to_preset(str(tmp_path))
+    meta = json.loads((tmp_path / "keras_bert.json").read_text())
+    meta["format_version"] = 99
+    (tmp_path / "keras_bert.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="format_version 99"):
+        BertEncoder.from_preset(str(tmp_path))
