@@ -3,7 +3,17 @@
 from keras_bert import backend as _backend  # noqa: F401  (selects the TensorFlow backend first)
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder
+from keras_bert import checkpoints, presets  # noqa: E402  (`keras_bert.presets()` lists presets)
+from keras_bert.presets import list_presets, load_preset
 
 __version__ = "0.1.0"
 
-__all__ = ["BertConfig", "BertEncoder", "__version__"]
+__all__ = [
+    "BertConfig",
+    "BertEncoder",
+    "__version__",
+    "checkpoints",
+    "list_presets",
+    "load_preset",
+    "presets",
+]

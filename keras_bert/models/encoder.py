@@ -8,12 +8,13 @@ from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
 from keras_bert.models import weights as weights_lib
+from keras_bert.models.preset_mixin import PresetMixin
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(keras.Model):
+class BertEncoder(PresetMixin, keras.Model):
     """The BERT encoder: embeddings, ``num_hidden_layers`` transformer blocks, pooler.
 
     Inputs are a dict of int32 ``[batch, seq]`` tensors named as in TF Hub BERT:
@@ -41,7 +42,9 @@ class BertEncoder(keras.Model):
     >>> len(outputs["encoder_outputs"])
     2
 
-    Real weights come from a preset: ``BertEncoder.from_preset("base")``.
+    Real weights come from a preset: ``BertEncoder.from_preset("base")`` (a name from
+    ``keras_bert.presets()``, or a checkpoint directory or zip); ``encoder.save_to_preset(dir)``
+    writes config, vocabulary and weights in a layout ``from_preset(dir)`` loads back.
     """
 
     def __init__(self, config=None, dtype=None, **kwargs):
@@ -107,6 +110,7 @@ class BertEncoder(keras.Model):
         # Set by from_preset; carried by save_to_preset.
         self.vocab_path = None
         self.do_lower_case = None
+        self.preset_name = None
 
     # ------------------------------------------------------------ weights
     def canonical_variables(self):

@@ -1,0 +1,129 @@
+"""What every checkpoint converter shares: errors, the canonical names and shapes, vocab checks.
+
+The canonical weights are a dict of numpy arrays keyed by the variable names of Google's
+original TF1 BERT checkpoints, in Google's layouts (dense kernels ``[in, out]``):
+
+* ``bert/embeddings/{word,position,token_type}_embeddings``, ``bert/embeddings/LayerNorm/{gamma,beta}``
+* ``bert/encoder/layer_N/attention/self/{query,key,value}/{kernel,bias}``,
+  ``.../attention/output/dense/{kernel,bias}``, ``.../attention/output/LayerNorm/{gamma,beta}``,
+  ``.../intermediate/dense/{kernel,bias}``, ``.../output/dense/{kernel,bias}``,
+  ``.../output/LayerNorm/{gamma,beta}``
+* ``bert/pooler/dense/{kernel,bias}``
+* pre-training heads, when a checkpoint has them: ``cls/predictions/transform/dense/{kernel,bias}``,
+  ``cls/predictions/transform/LayerNorm/{gamma,beta}``, ``cls/predictions/output_bias``,
+  ``cls/seq_relationship/output_weights`` ``[2, hidden]``, ``cls/seq_relationship/output_bias``.
+
+Every converter maps its format to and from that dict, so any format converts to any other.
+"""
+
+import os
+
+import numpy as np
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable, or does not fit its configuration."""
+
+
+def encoder_shapes(config):
+    """The shape of every encoder variable (embeddings, blocks, pooler) for a `BertConfig`."""
+    h, i = config.hidden_size, config.intermediate_size
+    shapes = {
+        "bert/embeddings/word_embeddings": (config.vocab_size, h),
+        "bert/embeddings/position_embeddings": (config.max_position_embeddings, h),
+        "bert/embeddings/token_type_embeddings": (config.type_vocab_size, h),
+        "bert/embeddings/LayerNorm/gamma": (h,),
+        "bert/embeddings/LayerNorm/beta": (h,),
+    }
+    for n in range(config.num_hidden_layers):
+        p = f"bert/encoder/layer_{n}/"
+        for name in ("attention/self/query", "attention/self/key", "attention/self/value",
+                     "attention/output/dense"):
+            shapes[f"{p}{name}/kernel"] = (h, h)
+            shapes[f"{p}{name}/bias"] = (h,)
+        shapes[f"{p}intermediate/dense/kernel"] = (h, i)
+        shapes[f"{p}intermediate/dense/bias"] = (i,)
+        shapes[f"{p}output/dense/kernel"] = (i, h)
+        shapes[f"{p}output/dense/bias"] = (h,)
+        for name in ("attention/output/LayerNorm", "output/LayerNorm"):
+            shapes[f"{p}{name}/gamma"] = (h,)
+            shapes[f"{p}{name}/beta"] = (h,)
+    shapes["bert/pooler/dense/kernel"] = (h, h)
+    shapes["bert/pooler/dense/bias"] = (h,)
+    return shapes
+
+
+def head_shapes(config):
+    """Shapes of the MLM and NSP pre-training head variables."""
+    h = config.hidden_size
+    return {
+        "cls/predictions/transform/dense/kernel": (h, h),
+        "cls/predictions/transform/dense/bias": (h,),
+        "cls/predictions/transform/LayerNorm/gamma": (h,),
+        "cls/predictions/transform/LayerNorm/beta": (h,),
+        "cls/predictions/output_bias": (config.vocab_size,),
+        "cls/seq_relationship/output_weights": (2, h),
+        "cls/seq_relationship/output_bias": (2,),
+    }
+
+
+def check_shapes(shapes, config, source):
+    """Checks a ``{name: shape}`` map against ``config`` before any weight is read.
+
+    Every encoder variable must be there with its shape; head variables are optional but
+    must have their shape when present. Errors name the variable, both shapes and ``source``.
+    """
+    expected = encoder_shapes(config)
+    missing = sorted(set(expected) - set(shapes))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise CheckpointError(f"{source}: missing variable(s) {shown}.")
+    expected.update(head_shapes(config))
+    for name, want in expected.items():  # canonical order: the first bad layer is reported
+        shape = shapes.get(name)
+        if shape is not None and tuple(shape) != tuple(want):
+            hint = ""
+            if name in ("bert/embeddings/word_embeddings", "cls/predictions/output_bias") \
+                    and tuple(shape)[1:] == tuple(want)[1:]:
+                hint = (f" (the checkpoint has {shape[0]} vocabulary entries but the config "
+                        f"says vocab_size={want[0]})")
+            raise CheckpointError(
+                f"{source}: variable {name} has shape {tuple(shape)} but the config expects "
+                f"{tuple(want)}{hint}."
+            )
+
+
+def check_weights(weights, config, source):
+    """`check_shapes` on a dict of arrays."""
+    check_shapes({k: np.shape(v) for k, v in weights.items()}, config, source)
+
+
+def count_vocab(vocab_path):
+    """Number of entries of a WordPiece ``vocab.txt`` (one token a line)."""
+    with open(vocab_path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return len(lines)
+
+
+def check_vocab(vocab_path, config, source=None):
+    """Raises `CheckpointError` unless ``vocab.txt`` has exactly ``config.vocab_size`` lines."""
+    if vocab_path is None:
+        return
+    if not os.path.isfile(vocab_path):
+        raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
+    n = count_vocab(vocab_path)
+    if n != config.vocab_size:
+        raise CheckpointError(
+            f"{source or vocab_path}: {vocab_path} has {n} tokens but the config says "
+            f"vocab_size={config.vocab_size}; the vocabulary and the checkpoint do not belong "
+            "together."
+        )
+
+
+def require_file(path, what, fix=""):
+    """Raises `CheckpointError` naming ``path`` when it is not a file."""
+    if not os.path.isfile(path):
+        raise CheckpointError(f"{what} not found: {path}.{(' ' + fix) if fix else ''}")
+    return path

@@ -1,0 +1,106 @@
+"""Recognising a local checkpoint directory and opening it in any supported format.
+
+`open_directory` returns a `LocalCheckpoint`: the config, vocabulary path and casing read
+eagerly (cheap, and checked against each other at once), the weights read on demand.
+"""
+
+import os
+
+from keras_bert.checkpoints import google, huggingface, keras_hub, layout
+from keras_bert.checkpoints.common import CheckpointError, check_vocab
+
+FORMATS = ("keras_bert", "google", "huggingface", "keras_hub")
+
+
+def detect_format(directory):
+    """Which format ``directory`` holds, or a `CheckpointError` that says what is missing."""
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise CheckpointError(f"Not a directory: {directory}")
+    if layout.is_layout(directory):
+        return "keras_bert"
+    if os.path.isfile(os.path.join(directory, google.CONFIG_FILE)):
+        return "google"
+    if keras_hub.is_keras_hub_preset(directory):
+        return "keras_hub"
+    if os.path.isfile(os.path.join(directory, huggingface.CONFIG_FILE)):
+        return "huggingface"
+    raise CheckpointError(
+        f"{directory} is not a BERT checkpoint directory: expected {layout.METADATA_FILE} "
+        f"(keras_bert), {google.CONFIG_FILE} + {google.CHECKPOINT_PREFIX}.* (Google), "
+        f"{huggingface.CONFIG_FILE} + {huggingface.SAFETENSORS_FILE} (Hugging Face) or a "
+        f"keras-hub preset ({keras_hub.CONFIG_FILE} + {keras_hub.WEIGHTS_FILE}). "
+        f"Found: {sorted(os.listdir(directory))[:10]}."
+    )
+
+
+class LocalCheckpoint:
+    """A checkpoint directory on disk in one of `FORMATS`.
+
+    Attributes: ``path``, ``format``, ``config`` (`BertConfig`), ``vocab_path`` (or None),
+    ``do_lower_case``. ``weights()`` reads the canonical dict, checked against ``config``.
+    """
+
+    def __init__(self, path, format, config, vocab_path, do_lower_case, metadata=None):
+        self.path = path
+        self.format = format
+        self.config = config
+        self.vocab_path = vocab_path
+        self.do_lower_case = do_lower_case
+        self.metadata = metadata or {}
+
+    def weights(self):
+        if self.format in ("keras_bert", "google"):
+            return google.read_checkpoint(google.find_checkpoint_prefix(self.path), self.config)
+        if self.format == "huggingface":
+            return huggingface.read_weights(self.path, self.config)
+        return keras_hub.read_weights(self.path, self.config)
+
+    def variable_shapes(self):
+        """Shapes without values where the format allows (Google-style), else from weights()."""
+        if self.format in ("keras_bert", "google"):
+            return google.variable_shapes(google.find_checkpoint_prefix(self.path))
+        return {k: v.shape for k, v in self.weights().items()}
+
+    def __repr__(self):
+        return f"LocalCheckpoint({self.path!r}, format={self.format!r})"
+
+
+def _vocab(directory, name):
+    path = os.path.join(directory, name)
+    return path if os.path.isfile(path) else None
+
+
+def open_directory(directory, do_lower_case=None):
+    """Opens ``directory`` in whatever format it holds; checks vocab size against config.
+
+    ``do_lower_case`` overrides what the directory says (Google directories do not record it;
+    the default there is True unless the directory name says ``cased``).
+    """
+    directory = os.fspath(directory)
+    fmt = detect_format(directory)
+    metadata = {}
+    if fmt == "keras_bert":
+        metadata = layout.read_metadata(directory)
+        config = layout.read_config(directory)
+        vocab = _vocab(directory, google.VOCAB_FILE)
+        lower = metadata.get("do_lower_case")
+        google.find_checkpoint_prefix(directory)
+    elif fmt == "google":
+        config = google.read_directory_config(directory)
+        vocab = _vocab(directory, google.VOCAB_FILE)
+        base = os.path.basename(os.path.normpath(directory)).lower()
+        lower = not (base.startswith("cased") or "_cased" in base)
+        google.find_checkpoint_prefix(directory)
+    elif fmt == "huggingface":
+        config = huggingface.read_config(directory)
+        vocab = _vocab(directory, huggingface.VOCAB_FILE)
+        lower = huggingface.do_lower_case(directory)
+    else:
+        config = keras_hub.read_config(directory)
+        vocab = keras_hub.vocab_path(directory)
+        lower = keras_hub.do_lower_case(directory)
+    if do_lower_case is not None:
+        lower = do_lower_case
+    check_vocab(vocab, config, source=directory)
+    return LocalCheckpoint(directory, fmt, config, vocab, lower, metadata)

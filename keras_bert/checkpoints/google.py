@@ -1,0 +1,145 @@
+"""Google's original TF1 BERT checkpoints (google-research/bert).
+
+A checkpoint directory holds ``bert_config.json``, ``vocab.txt`` and the checkpoint
+``bert_model.ckpt`` (files ``bert_model.ckpt.index`` and ``bert_model.ckpt.data-*``). Variable
+names and layouts are already the canonical ones (see `keras_bert.checkpoints.common`), so
+reading keeps the ``bert/`` and ``cls/`` variables and drops optimizer state (``*/adam_m``,
+``*/adam_v``, ``global_step``, ...). Writing produces the same format with TensorFlow's own
+``SaveV2`` op, readable by ``tf.compat.v1.train.Saver`` and ``tf.train.load_checkpoint``.
+"""
+
+import glob
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from keras_bert.checkpoints.common import CheckpointError, check_shapes, require_file
+
+CONFIG_FILE = "bert_config.json"
+VOCAB_FILE = "vocab.txt"
+CHECKPOINT_PREFIX = "bert_model.ckpt"
+
+_SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/ExponentialMovingAverage")
+
+
+def _is_model_variable(name):
+    if not name.startswith(("bert/", "cls/")):
+        return False
+    return not name.endswith(_SLOT_SUFFIXES)
+
+
+def find_checkpoint_prefix(directory):
+    """The checkpoint prefix inside ``directory`` (``bert_model.ckpt`` or any single ``*.index``)."""
+    prefix = os.path.join(directory, CHECKPOINT_PREFIX)
+    if os.path.isfile(prefix + ".index"):
+        return prefix
+    indexes = sorted(glob.glob(os.path.join(directory, "*.ckpt*.index")))
+    if len(indexes) == 1:
+        return indexes[0][: -len(".index")]
+    raise CheckpointError(
+        f"No TF checkpoint in {directory}: expected {CHECKPOINT_PREFIX}.index and "
+        f"{CHECKPOINT_PREFIX}.data-00000-of-00001 beside {CONFIG_FILE}."
+    )
+
+
+def _reader(prefix):
+    import tensorflow as tf
+
+    index = prefix + ".index"
+    require_file(index, "Checkpoint index")
+    data = glob.glob(prefix + ".data-*")
+    if not data:
+        raise CheckpointError(f"Checkpoint data file not found: {prefix}.data-00000-of-00001.")
+    try:
+        return tf.train.load_checkpoint(prefix)
+    except Exception as e:  # tf raises DataLossError, NotFoundError, ... for broken files
+        raise CheckpointError(
+            f"Cannot read the TF checkpoint {prefix} ({index}, {', '.join(sorted(data))}): "
+            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        ) from None
+
+
+def variable_shapes(prefix):
+    """``{name: shape}`` of the model variables in a checkpoint, without reading values."""
+    shapes = _reader(prefix).get_variable_to_shape_map()
+    return {k: tuple(v) for k, v in shapes.items() if _is_model_variable(k)}
+
+
+def read_checkpoint(prefix, config=None):
+    """Reads the ``bert/`` and ``cls/`` variables of a TF1 checkpoint into a canonical dict.
+
+    With ``config``, every variable's shape is checked against it before values are read.
+    """
+    reader = _reader(prefix)
+    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items()
+              if _is_model_variable(k)}
+    if not shapes:
+        raise CheckpointError(
+            f"{prefix}: no bert/ or cls/ variables; this is not a Google BERT checkpoint "
+            "(TF2 Model Garden checkpoints use other names)."
+        )
+    if config is not None:
+        check_shapes(shapes, config, prefix)
+    weights = {}
+    for name in shapes:
+        try:
+            weights[name] = np.asarray(reader.get_tensor(name), dtype=np.float32)
+        except Exception as e:
+            raise CheckpointError(
+                f"Cannot read variable {name} from {prefix}: {type(e).__name__}: {e}"
+            ) from None
+    return weights
+
+
+def write_checkpoint(weights, prefix):
+    """Writes a canonical dict as a TF1 checkpoint at ``prefix`` (atomically, file by file).
+
+    The files are written into a temporary directory beside the target and then renamed, so
+    an interrupted write never leaves a half-written checkpoint under ``prefix``.
+    """
+    import tensorflow as tf
+
+    directory = os.path.dirname(os.path.abspath(prefix))
+    os.makedirs(directory, exist_ok=True)
+    names = sorted(weights)
+    tmp = tempfile.mkdtemp(prefix=".tmp-ckpt-", dir=directory)
+    try:
+        tmp_prefix = os.path.join(tmp, os.path.basename(prefix))
+        with tf.device("CPU:0"):
+            tf.raw_ops.SaveV2(
+                prefix=tmp_prefix,
+                tensor_names=names,
+                shape_and_slices=[""] * len(names),
+                tensors=[tf.constant(np.asarray(weights[n], dtype=np.float32)) for n in names],
+            )
+        # Data first, index last: a checkpoint is only visible once its index is.
+        produced = sorted(os.listdir(tmp), key=lambda f: f.endswith(".index"))
+        for f in produced:
+            os.replace(os.path.join(tmp, f), os.path.join(directory, f))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return prefix
+
+
+def read_directory_config(directory):
+    """`BertConfig` from ``directory/bert_config.json``."""
+    from keras_bert.config import BertConfig
+
+    path = require_file(os.path.join(directory, CONFIG_FILE), "Google BERT config")
+    return BertConfig.from_bert_config_json(path)
+
+
+def write_directory(directory, config, weights, vocab_path=None):
+    """Writes a Google-format directory: ``bert_config.json``, ``vocab.txt``, ``bert_model.ckpt.*``."""
+    os.makedirs(directory, exist_ok=True)
+    write_checkpoint(weights, os.path.join(directory, CHECKPOINT_PREFIX))
+    config.save_bert_config_json(os.path.join(directory, CONFIG_FILE))
+    if vocab_path is not None:
+        target = os.path.join(directory, VOCAB_FILE)
+        if os.path.abspath(vocab_path) != os.path.abspath(target):
+            tmp = target + f".tmp-{os.getpid()}"
+            shutil.copyfile(vocab_path, tmp)
+            os.replace(tmp, target)
+    return directory

@@ -1,0 +1,186 @@
+"""Hugging Face BERT checkpoints: ``config.json`` + ``model.safetensors`` (+ ``vocab.txt``).
+
+Safetensors are read with ``safetensors.numpy``, so torch is not needed. A
+``pytorch_model.bin`` is read only when torch is installed, with ``weights_only=True``.
+Both ``BertModel`` names (``embeddings.word_embeddings.weight``) and ``BertForPreTraining``
+names (``bert.embeddings...`` plus ``cls.predictions.*`` and ``cls.seq_relationship.*``) are
+understood, and so are the old LayerNorm names ``gamma``/``beta``. Dense weights are stored by
+torch as ``[out, in]`` and transposed to Google's ``[in, out]``.
+"""
+
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+
+from keras_bert.checkpoints.common import CheckpointError, check_shapes
+
+CONFIG_FILE = "config.json"
+SAFETENSORS_FILE = "model.safetensors"
+TORCH_FILE = "pytorch_model.bin"
+VOCAB_FILE = "vocab.txt"
+
+# (Google name relative to the model, HF name relative to the model, transpose?)
+_EMBEDDINGS = [
+    ("embeddings/word_embeddings", "embeddings.word_embeddings.weight", False),
+    ("embeddings/position_embeddings", "embeddings.position_embeddings.weight", False),
+    ("embeddings/token_type_embeddings", "embeddings.token_type_embeddings.weight", False),
+    ("embeddings/LayerNorm/gamma", "embeddings.LayerNorm.weight", False),
+    ("embeddings/LayerNorm/beta", "embeddings.LayerNorm.bias", False),
+]
+_BLOCK = [
+    ("attention/self/query/kernel", "attention.self.query.weight", True),
+    ("attention/self/query/bias", "attention.self.query.bias", False),
+    ("attention/self/key/kernel", "attention.self.key.weight", True),
+    ("attention/self/key/bias", "attention.self.key.bias", False),
+    ("attention/self/value/kernel", "attention.self.value.weight", True),
+    ("attention/self/value/bias", "attention.self.value.bias", False),
+    ("attention/output/dense/kernel", "attention.output.dense.weight", True),
+    ("attention/output/dense/bias", "attention.output.dense.bias", False),
+    ("attention/output/LayerNorm/gamma", "attention.output.LayerNorm.weight", False),
+    ("attention/output/LayerNorm/beta", "attention.output.LayerNorm.bias", False),
+    ("intermediate/dense/kernel", "intermediate.dense.weight", True),
+    ("intermediate/dense/bias", "intermediate.dense.bias", False),
+    ("output/dense/kernel", "output.dense.weight", True),
+    ("output/dense/bias", "output.dense.bias", False),
+    ("output/LayerNorm/gamma", "output.LayerNorm.weight", False),
+    ("output/LayerNorm/beta", "output.LayerNorm.bias", False),
+]
+_POOLER = [
+    ("pooler/dense/kernel", "pooler.dense.weight", True),
+    ("pooler/dense/bias", "pooler.dense.bias", False),
+]
+_HEADS = [
+    ("cls/predictions/transform/dense/kernel", "cls.predictions.transform.dense.weight", True),
+    ("cls/predictions/transform/dense/bias", "cls.predictions.transform.dense.bias", False),
+    ("cls/predictions/transform/LayerNorm/gamma", "cls.predictions.transform.LayerNorm.weight", False),
+    ("cls/predictions/transform/LayerNorm/beta", "cls.predictions.transform.LayerNorm.bias", False),
+    ("cls/predictions/output_bias", "cls.predictions.bias", False),
+    ("cls/seq_relationship/output_weights", "cls.seq_relationship.weight", False),
+    ("cls/seq_relationship/output_bias", "cls.seq_relationship.bias", False),
+]
+
+
+def name_map(num_hidden_layers, model_prefix=""):
+    """``[(google_name, hf_name, transpose)]`` for an encoder of ``num_hidden_layers`` blocks.
+
+    ``model_prefix`` is ``"bert."`` for ``BertForPreTraining``-style checkpoints.
+    """
+    out = [(f"bert/{g}", model_prefix + h, t) for g, h, t in _EMBEDDINGS]
+    for n in range(num_hidden_layers):
+        out += [(f"bert/encoder/layer_{n}/{g}", f"{model_prefix}encoder.layer.{n}.{h}", t)
+                for g, h, t in _BLOCK]
+    out += [(f"bert/{g}", model_prefix + h, t) for g, h, t in _POOLER]
+    return out
+
+
+def _normalize_key(key):
+    # Old checkpoints (and BERT ports from TF) name LayerNorm parameters gamma/beta.
+    key = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", key)
+    return re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)
+
+
+def _load_tensors(directory):
+    st_path = os.path.join(directory, SAFETENSORS_FILE)
+    pt_path = os.path.join(directory, TORCH_FILE)
+    if os.path.isfile(st_path):
+        from safetensors.numpy import load_file
+
+        try:
+            return load_file(st_path), st_path
+        except Exception as e:
+            raise CheckpointError(
+                f"Cannot read the safetensors file {st_path}: {type(e).__name__}: {e}"
+            ) from None
+    if os.path.isfile(pt_path):
+        try:
+            import torch
+        except ImportError:
+            raise CheckpointError(
+                f"{pt_path} is a PyTorch pickle and torch is not installed; install torch or "
+                f"convert it to {SAFETENSORS_FILE}."
+            ) from None
+        try:
+            state = torch.load(pt_path, map_location="cpu", weights_only=True)
+        except Exception as e:
+            raise CheckpointError(
+                f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
+            ) from None
+        return {k: v.float().numpy() for k, v in state.items()}, pt_path
+    raise CheckpointError(
+        f"No Hugging Face weights in {directory}: expected {SAFETENSORS_FILE} (or "
+        f"{TORCH_FILE}) beside {CONFIG_FILE}."
+    )
+
+
+def read_config(directory):
+    from keras_bert.config import BertConfig
+
+    path = os.path.join(directory, CONFIG_FILE)
+    if not os.path.isfile(path):
+        raise CheckpointError(f"Hugging Face config not found: {path}.")
+    return BertConfig.from_hf_config(path)
+
+
+def do_lower_case(directory, default=True):
+    """Casing from ``tokenizer_config.json`` when present."""
+    path = os.path.join(directory, "tokenizer_config.json")
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return bool(json.load(f).get("do_lower_case", default))
+        except (OSError, ValueError):
+            pass
+    return default
+
+
+def read_weights(directory, config):
+    """Reads a Hugging Face directory's weights into the canonical dict (checked against config)."""
+    tensors, source = _load_tensors(directory)
+    tensors = {_normalize_key(k): v for k, v in tensors.items()}
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+    if prefix == "" and "embeddings.word_embeddings.weight" not in tensors:
+        raise CheckpointError(
+            f"{source}: no embeddings.word_embeddings.weight (nor bert.-prefixed); this is not a "
+            "Hugging Face BERT checkpoint."
+        )
+    weights, shapes = {}, {}
+    for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + _HEADS:
+        if hf not in tensors:
+            continue  # missing encoder names are reported by check_shapes below
+        value = np.asarray(tensors[hf], dtype=np.float32)
+        weights[google] = value.T if transpose else value
+        shapes[google] = weights[google].shape
+    check_shapes(shapes, config, source)
+    return weights
+
+
+def write_directory(directory, config, weights, vocab_path=None):
+    """Writes ``config.json``, ``model.safetensors`` and ``vocab.txt`` that transformers loads.
+
+    With pre-training head weights, the names are those of ``BertForPreTraining``.
+    """
+    from safetensors.numpy import save_file
+
+    os.makedirs(directory, exist_ok=True)
+    has_heads = any(name.startswith("cls/") for name in weights)
+    prefix = "bert." if has_heads else ""
+    tensors = {}
+    for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + (_HEADS if has_heads else []):
+        if google in weights:
+            value = np.asarray(weights[google], dtype=np.float32)
+            tensors[hf] = np.ascontiguousarray(value.T if transpose else value)
+    target = os.path.join(directory, SAFETENSORS_FILE)
+    tmp = target + f".tmp-{os.getpid()}"
+    save_file(tensors, tmp, metadata={"format": "pt"})
+    os.replace(tmp, target)
+    values = config.to_hf_config()
+    if has_heads:
+        values["architectures"] = ["BertForPreTraining"]
+    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
+        json.dump(values, f, indent=2, sort_keys=True)
+    if vocab_path is not None:
+        shutil.copyfile(vocab_path, os.path.join(directory, VOCAB_FILE))
+    return directory

@@ -1,0 +1,173 @@
+"""keras-hub BERT presets saved locally (directories written by ``save_to_preset``).
+
+Such a directory holds keras-hub's ``config.json`` (``BertBackbone``), ``model.weights.h5``,
+``metadata.json`` and, for the tokenizer, ``tokenizer.json`` and
+``assets/tokenizer/vocabulary.txt``. The backbone is rebuilt with keras-hub itself (imported
+only here) and its variables are mapped to the canonical Google names. keras-hub's BERT
+computes the tanh approximation of GELU with LayerNorm epsilon 1e-12, so the config says so.
+"""
+
+import json
+import os
+
+import numpy as np
+
+from keras_bert.checkpoints.common import CheckpointError, check_shapes
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.h5"
+TOKENIZER_FILE = "tokenizer.json"
+VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
+
+
+def is_keras_hub_preset(directory):
+    path = os.path.join(directory, CONFIG_FILE)
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(values, dict) and "class_name" in values and "module" in values
+
+
+def _backbone_config(directory):
+    path = os.path.join(directory, CONFIG_FILE)
+    with open(path, encoding="utf-8") as f:
+        values = json.load(f)
+    if values.get("class_name") != "BertBackbone":
+        raise CheckpointError(
+            f"{path}: a keras-hub {values.get('class_name')!r} preset, not a BertBackbone."
+        )
+    return values["config"]
+
+
+def read_config(directory):
+    from keras_bert.config import BertConfig
+
+    c = _backbone_config(directory)
+    return BertConfig(
+        vocab_size=c["vocabulary_size"],
+        hidden_size=c["hidden_dim"],
+        num_hidden_layers=c["num_layers"],
+        num_attention_heads=c["num_heads"],
+        intermediate_size=c["intermediate_dim"],
+        hidden_act="gelu_tanh",  # keras-hub BertBackbone uses gelu_approximate
+        hidden_dropout_prob=c.get("dropout", 0.1),
+        attention_probs_dropout_prob=c.get("dropout", 0.1),
+        max_position_embeddings=c.get("max_sequence_length", 512),
+        type_vocab_size=c.get("num_segments", 2),
+        layer_norm_eps=1e-12,
+    )
+
+
+def vocab_path(directory):
+    path = os.path.join(directory, VOCAB_FILE)
+    return path if os.path.isfile(path) else None
+
+
+def do_lower_case(directory, default=True):
+    path = os.path.join(directory, TOKENIZER_FILE)
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return bool(json.load(f)["config"].get("lowercase", default))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return default
+
+
+_BLOCK = {
+    "self_attention_layer/attention_output/kernel": "attention/output/dense/kernel",
+    "self_attention_layer/attention_output/bias": "attention/output/dense/bias",
+    "self_attention_layer_norm/gamma": "attention/output/LayerNorm/gamma",
+    "self_attention_layer_norm/beta": "attention/output/LayerNorm/beta",
+    "feedforward_intermediate_dense/kernel": "intermediate/dense/kernel",
+    "feedforward_intermediate_dense/bias": "intermediate/dense/bias",
+    "feedforward_output_dense/kernel": "output/dense/kernel",
+    "feedforward_output_dense/bias": "output/dense/bias",
+    "feedforward_layer_norm/gamma": "output/LayerNorm/gamma",
+    "feedforward_layer_norm/beta": "output/LayerNorm/beta",
+}
+for _qkv in ("query", "key", "value"):
+    _BLOCK[f"self_attention_layer/{_qkv}/kernel"] = f"attention/self/{_qkv}/kernel"
+    _BLOCK[f"self_attention_layer/{_qkv}/bias"] = f"attention/self/{_qkv}/bias"
+
+_TOP = {
+    "token_embedding/embeddings": "bert/embeddings/word_embeddings",
+    "position_embedding/embeddings": "bert/embeddings/position_embeddings",
+    "segment_embedding/embeddings": "bert/embeddings/token_type_embeddings",
+    "embeddings_layer_norm/gamma": "bert/embeddings/LayerNorm/gamma",
+    "embeddings_layer_norm/beta": "bert/embeddings/LayerNorm/beta",
+    "pooled_dense/kernel": "bert/pooler/dense/kernel",
+    "pooled_dense/bias": "bert/pooler/dense/bias",
+}
+
+
+def canonical_name(path):
+    """The Google name of a keras-hub ``BertBackbone`` variable path, or None."""
+    if path in _TOP:
+        return _TOP[path]
+    head, _, rest = path.partition("/")
+    if head.startswith("transformer_layer_") and rest in _BLOCK:
+        return f"bert/encoder/layer_{int(head[len('transformer_layer_'):])}/{_BLOCK[rest]}"
+    return None
+
+
+def backbone_to_canonical(backbone):
+    """Canonical weights of a built ``keras_hub.models.BertBackbone``.
+
+    Multi-head attention kernels ``[H, heads, head_size]`` / ``[heads, head_size, H]`` and
+    biases ``[heads, head_size]`` are flattened to Google's ``[H, H]`` and ``[H]``.
+    """
+    h = backbone.hidden_dim
+    weights = {}
+    for var in backbone.weights:
+        name = canonical_name(var.path)
+        if name is None:
+            continue
+        value = np.asarray(var.numpy(), dtype=np.float32)
+        if "/attention/" in name and name.endswith("/kernel"):
+            value = value.reshape(h, h)
+        elif "/attention/self/" in name and name.endswith("/bias"):
+            value = value.reshape(h)
+        weights[name] = value
+    return weights
+
+
+def read_weights(directory, config):
+    """Rebuilds the keras-hub backbone from ``directory`` and returns canonical weights."""
+    import keras_hub
+
+    weights_path = os.path.join(directory, WEIGHTS_FILE)
+    if not os.path.isfile(weights_path):
+        raise CheckpointError(f"keras-hub weights file not found: {weights_path}.")
+    try:
+        backbone = keras_hub.models.BertBackbone.from_preset(directory)
+    except Exception as e:
+        raise CheckpointError(
+            f"Cannot load the keras-hub preset {directory} ({weights_path}): "
+            f"{type(e).__name__}: {e}"
+        ) from None
+    weights = backbone_to_canonical(backbone)
+    check_shapes({k: v.shape for k, v in weights.items()}, config, weights_path)
+    return weights
+
+
+def assign_to_backbone(backbone, weights):
+    """Assigns canonical weights into a built ``keras_hub.models.BertBackbone`` (the inverse of
+    `backbone_to_canonical`); shapes are reshaped to keras-hub's multi-head layouts."""
+    for var in backbone.weights:
+        name = canonical_name(var.path)
+        if name is None:
+            continue
+        if name not in weights:
+            raise CheckpointError(f"No weight {name} for keras-hub variable {var.path}.")
+        value = np.asarray(weights[name], dtype=np.float32)
+        if value.size != int(np.prod(var.shape)):
+            raise CheckpointError(
+                f"Variable {name} has shape {value.shape}; keras-hub's {var.path} needs "
+                f"{tuple(var.shape)}."
+            )
+        var.assign(value.reshape(var.shape))

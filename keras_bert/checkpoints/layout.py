@@ -1,0 +1,83 @@
+"""keras_bert's own saved layout, written by ``save_to_preset`` and by the preset cache.
+
+A keras_bert preset directory is a Google BERT checkpoint directory plus one metadata file,
+so Google's own scripts (``run_classifier.py --init_checkpoint=DIR/bert_model.ckpt``) read it
+too::
+
+    DIR/
+      keras_bert.json                       metadata (below)
+      bert_config.json                      Google's config ("gelu" = tanh; "gelu_exact" = erf)
+      vocab.txt                             WordPiece vocabulary, one token a line (optional)
+      bert_model.ckpt.index                 TF1 checkpoint with Google's variable names,
+      bert_model.ckpt.data-00000-of-00001   including cls/ pre-training heads when known
+
+``keras_bert.json``::
+
+    {"format": "keras_bert", "format_version": 1, "do_lower_case": true,
+     "name": "...", "source": "...", "config": {...BertConfig fields...}}
+
+``config`` repeats the `BertConfig` exactly (``hidden_act`` in our spelling); it wins over
+``bert_config.json`` on load. Every file is written to a temporary name and renamed into
+place, metadata last, so a directory with ``keras_bert.json`` is always complete.
+"""
+
+import json
+import os
+
+from keras_bert.checkpoints import google
+from keras_bert.checkpoints.common import CheckpointError
+
+METADATA_FILE = "keras_bert.json"
+FORMAT_VERSION = 1
+
+
+def is_layout(directory):
+    return os.path.isfile(os.path.join(directory, METADATA_FILE))
+
+
+def read_metadata(directory):
+    path = os.path.join(directory, METADATA_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"Cannot read {path}: {e}") from None
+    if not isinstance(values, dict) or values.get("format") != "keras_bert":
+        raise CheckpointError(f"{path} is not a keras_bert preset metadata file.")
+    version = values.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path} has format_version {version!r}; this keras_bert reads up to "
+            f"{FORMAT_VERSION}. Upgrade keras_bert."
+        )
+    return values
+
+
+def read_config(directory):
+    from keras_bert.config import BertConfig
+
+    values = read_metadata(directory)
+    if isinstance(values.get("config"), dict):
+        return BertConfig.from_dict(values["config"])
+    return google.read_directory_config(directory)
+
+
+def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=None,
+          source=None):
+    """Writes ``weights`` (canonical dict) with config, vocab and metadata into ``directory``."""
+    google.write_directory(directory, config, weights, vocab_path=vocab_path)
+    metadata = {
+        "format": "keras_bert",
+        "format_version": FORMAT_VERSION,
+        "do_lower_case": do_lower_case,
+        "name": name,
+        "source": source,
+        "config": config.to_dict(),
+    }
+    path = os.path.join(directory, METADATA_FILE)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(metadata, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+    return directory

@@ -1,0 +1,58 @@
+"""Named BERT presets and loading from names, directories and zips.
+
+``keras_bert.presets()`` (this module is callable) and ``keras_bert.presets.list_presets()``
+list the registry; `load_preset` resolves a name or path to a `Preset`.
+
+>>> import keras_bert
+>>> [row["name"] for row in keras_bert.presets()][:3]
+['tiny', 'mini', 'small']
+"""
+
+import sys
+import types
+
+from keras_bert.presets.loader import Preset, UnknownPresetError, load_preset
+from keras_bert.presets.registry import PRESETS, PresetSpec
+
+_COLUMNS = ("name", "layers", "hidden_size", "heads", "parameters", "casing", "source")
+
+
+class PresetTable(list):
+    """A list of dict rows that prints as a table."""
+
+    def __str__(self):
+        cells = [[str(row[c]) for c in _COLUMNS] for row in self]
+        widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(_COLUMNS)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def list_presets():
+    """Every registered preset: name, layers, hidden size, heads, parameters, casing, source."""
+    rows = []
+    for spec in PRESETS.values():
+        rows.append({
+            "name": spec.name,
+            "layers": spec.num_hidden_layers,
+            "hidden_size": spec.hidden_size,
+            "heads": spec.num_attention_heads,
+            "parameters": f"{spec.num_parameters / 1e6:.1f}M",
+            "casing": spec.casing,
+            "source": spec.url or f"pypi:{spec.package}",
+            "description": spec.description,
+        })
+    return PresetTable(rows)
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self):
+        return list_presets()
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = ["PRESETS", "Preset", "PresetSpec", "PresetTable", "UnknownPresetError",
+           "list_presets", "load_preset"]

@@ -1,0 +1,192 @@
+"""Downloading, verifying and caching preset archives.
+
+Everything lands under the cache root, ``$KERAS_BERT_HOME`` (default ``~/.cache/keras_bert``)::
+
+    downloads/<file>.zip        archives as fetched (removed once converted)
+    <name>/                     the converted preset, in keras_bert's layout
+
+Each step writes to a temporary name and renames into place, so an interrupted download or
+conversion never leaves something that a later call would take for complete.
+"""
+
+import hashlib
+import http.client
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import zlib
+import time
+import urllib.error
+import urllib.request
+import zipfile
+
+from keras_bert.checkpoints.common import CheckpointError
+
+DEFAULT_TIMEOUT = 10.0  # seconds to connect (and between reads); offline fails in seconds
+_CHUNK = 1 << 20
+
+
+class DownloadError(CheckpointError):
+    """A preset archive could not be fetched or failed verification."""
+
+
+def cache_root():
+    root = os.environ.get("KERAS_BERT_HOME") or os.path.join("~", ".cache", "keras_bert")
+    return os.path.abspath(os.path.expanduser(root))
+
+
+def timeout():
+    try:
+        return float(os.environ.get("KERAS_BERT_DOWNLOAD_TIMEOUT", DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def manual_instructions(url, zip_target):
+    return (
+        f"To install it by hand, download {url} on a machine with internet access and either "
+        f"copy it to {zip_target} (it is verified and converted on the next call) or unzip it "
+        "and pass the directory to from_preset()."
+    )
+
+
+class _Progress:
+    """A one-line progress bar on stderr."""
+
+    def __init__(self, label, total, stream=None):
+        self.label, self.total = label, total
+        self.stream = stream or sys.stderr
+        self.done, self.last = 0, 0.0
+
+    def update(self, n):
+        self.done += n
+        now = time.monotonic()
+        if now - self.last < 0.2 and (self.total is None or self.done < self.total):
+            return
+        self.last = now
+        mb = self.done / 1e6
+        if self.total:
+            frac = self.done / self.total
+            bar = "#" * int(30 * frac)
+            line = f"\r{self.label} [{bar:<30}] {100 * frac:5.1f}% {mb:.1f}/{self.total / 1e6:.1f} MB"
+        else:
+            line = f"\r{self.label} {mb:.1f} MB"
+        self.stream.write(line)
+        self.stream.flush()
+
+    def close(self):
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def fetch(url, target, sha256=None, progress=True):
+    """Downloads ``url`` to ``target`` atomically; checks ``sha256`` when given."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    part = f"{target}.part-{os.getpid()}"
+    try:
+        try:
+            response = urllib.request.urlopen(url, timeout=timeout())
+        except (urllib.error.URLError, socket.timeout, OSError, http.client.HTTPException) as e:
+            reason = getattr(e, "reason", e)
+            raise DownloadError(
+                f"Cannot download {url}: {reason}. {manual_instructions(url, target)}"
+            ) from None
+        with response, open(part, "wb") as out:
+            total = response.headers.get("Content-Length")
+            total = int(total) if total and total.isdigit() else None
+            bar = _Progress(f"Downloading {os.path.basename(target)}", total) if progress else None
+            try:
+                while True:
+                    chunk = response.read(_CHUNK)
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    if bar:
+                        bar.update(len(chunk))
+            except (socket.timeout, OSError, http.client.HTTPException) as e:
+                raise DownloadError(
+                    f"Download of {url} broke off: {e}. {manual_instructions(url, target)}"
+                ) from None
+            finally:
+                if bar:
+                    bar.close()
+        size = os.path.getsize(part)
+        if total is not None and size != total:
+            raise DownloadError(f"Download of {url} is incomplete: {size} of {total} bytes.")
+        if sha256:
+            actual = sha256_of(part)
+            if actual.lower() != sha256.lower():
+                raise DownloadError(
+                    f"sha256 of {url} is {actual}, expected {sha256}; the file is corrupt or "
+                    "not the one expected. Nothing was cached."
+                )
+        os.replace(part, target)
+    finally:
+        if os.path.exists(part):
+            os.remove(part)
+    return target
+
+
+def extract_zip(zip_path, into):
+    """Checks the archive's integrity and extracts it into the new directory ``into``.
+
+    Returns the directory inside that holds ``bert_config.json`` (Google's zips put the files
+    either at the top or in one folder).
+    """
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            bad = archive.testzip()
+            if bad is not None:
+                raise DownloadError(f"{zip_path} is corrupt: member {bad} fails its CRC check.")
+            root = os.path.realpath(into)
+            for member in archive.namelist():
+                dest = os.path.realpath(os.path.join(into, member))
+                if not (dest == root or dest.startswith(root + os.sep)):
+                    raise DownloadError(f"{zip_path}: member {member!r} escapes the archive.")
+            archive.extractall(into)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as e:
+        raise DownloadError(f"{zip_path} is corrupt or not a zip archive ({e}).") from None
+    for dirpath, _, files in os.walk(into):
+        if "bert_config.json" in files and "__MACOSX" not in dirpath:
+            return dirpath
+    raise DownloadError(f"{zip_path} holds no bert_config.json; not a Google BERT checkpoint zip.")
+
+
+def convert_zip(zip_path, target, convert, expected_files=None):
+    """Extracts ``zip_path``, lets ``convert(src_dir, tmp_dir)`` write the converted preset,
+    and renames the result to ``target``. Temporary files are removed whatever happens."""
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    try:
+        src = extract_zip(zip_path, os.path.join(work, "extracted"))
+        present = set(os.listdir(src))
+        missing = [f for f in (expected_files or ()) if f not in present]
+        if not any(f.endswith(".index") for f in present):
+            missing.append("bert_model.ckpt.index")
+        if not any(".data-" in f for f in present):
+            missing.append("bert_model.ckpt.data-00000-of-00001")
+        if missing:
+            raise DownloadError(
+                f"{zip_path} lacks {', '.join(missing)} (found {sorted(present)})."
+            )
+        out = os.path.join(work, "converted")
+        convert(src, out)
+        try:
+            os.rename(out, target)
+        except OSError:
+            if not os.path.isdir(target):  # another process finishing first is fine
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target

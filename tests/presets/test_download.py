@@ -1,0 +1,157 @@
+"""The download path: a real HTTP server on 127.0.0.1 serving Google-format zips."""
+
+import hashlib
+import os
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from keras_bert import BertConfig, BertEncoder
+from keras_bert.presets import PRESETS, PresetSpec, load_preset
+from keras_bert.presets.download import DownloadError
+
+from google_zips import TINY, write_google_dir, zip_dir  # tests/presets/google_zips.py
+
+TOY = PresetSpec("toy", "test preset", TINY["num_hidden_layers"], TINY["hidden_size"],
+                 TINY["num_attention_heads"], TINY["vocab_size"], True, "google",
+                 path="2099_01_01/uncased_L-2_H-8_A-2.zip", intermediate_size=16,
+                 max_position_embeddings=32)
+
+
+@pytest.fixture
+def toy(monkeypatch, tmp_path, server, cache):
+    monkeypatch.setitem(PRESETS, "toy", TOY)
+    config, weights = write_google_dir(tmp_path / "src")
+    body = zip_dir(tmp_path / "src", folder="uncased_L-2_H-8_A-2")
+    server.routes["/2099_01_01/uncased_L-2_H-8_A-2.zip"] = body
+    monkeypatch.setenv("KERAS_BERT_BASE_URL", server.url)
+    return config, weights, body
+
+
+def _no_temporaries(root):
+    leftovers = []
+    for dirpath, dirnames, files in os.walk(root):
+        leftovers += [n for n in dirnames + files if ".tmp" in n or ".part" in n]
+    return leftovers
+
+
+def test_download_convert_and_reuse(toy, server, cache, capsys):
+    config, weights, _ = toy
+    encoder = BertEncoder.from_preset("toy")
+    assert server.requests == ["/2099_01_01/uncased_L-2_H-8_A-2.zip"]
+    assert "Downloading" in capsys.readouterr().err  # the progress bar
+    assert encoder.bert_config == config
+    for name, value in encoder.get_canonical_weights().items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    # Converted once into our layout; the archive is gone; nothing temporary is left.
+    assert (cache / "toy" / "keras_bert.json").is_file()
+    assert not (cache / "downloads" / "uncased_L-2_H-8_A-2.zip").exists()
+    assert _no_temporaries(cache) == []
+    # Optimizer slots were dropped, pre-training heads kept.
+    stored = load_preset("toy").weights()
+    assert "global_step" not in stored and "cls/seq_relationship/output_weights" in stored
+    # Second call: no request at all.
+    BertEncoder.from_preset("toy")
+    assert len(server.requests) == 1
+
+
+def test_registry_tiny_downloads_from_overridden_url(monkeypatch, tmp_path, server, cache):
+    config = BertConfig(vocab_size=30522, hidden_size=128, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=512, hidden_act="gelu_tanh")
+    write_google_dir(tmp_path / "tiny", config=config, slots=False)
+    server.routes["/files/tiny.zip"] = zip_dir(tmp_path / "tiny")  # files at the top level
+    preset = load_preset("tiny", url=server.url + "/files/tiny.zip", progress=False)
+    assert preset.name == "tiny" and preset.do_lower_case is True
+    assert preset.config.num_hidden_layers == 2 and preset.config.hidden_act == "gelu_tanh"
+    assert preset.source == server.url + "/files/tiny.zip"
+
+
+def test_sha256_is_checked(toy, server, cache):
+    _, _, body = toy
+    with pytest.raises(DownloadError, match="sha256"):
+        load_preset("toy", sha256="0" * 64, progress=False)
+    assert not (cache / "toy").exists() and _no_temporaries(cache) == []
+    good = hashlib.sha256(body).hexdigest()
+    assert load_preset("toy", sha256=good, progress=False).format == "keras_bert"
+
+
+def test_interrupted_download_leaves_no_cache(toy, server, cache):
+    server.truncate.add("/2099_01_01/uncased_L-2_H-8_A-2.zip")
+    with pytest.raises(DownloadError, match="uncased_L-2_H-8_A-2.zip"):
+        load_preset("toy", progress=False)
+    assert not (cache / "toy").exists()
+    assert not (cache / "downloads" / "uncased_L-2_H-8_A-2.zip").exists()
+    assert _no_temporaries(cache) == []
+    server.truncate.clear()
+    assert load_preset("toy", progress=False).config.hidden_size == 8  # retry works
+
+
+def test_corrupt_zip_is_rejected_and_removed(toy, server, cache):
+    _, _, body = toy
+    corrupt = bytearray(body)
+    corrupt[len(corrupt) // 3: len(corrupt) // 3 + 64] = b"\xff" * 64  # flips member data: CRC fails
+    server.routes["/2099_01_01/uncased_L-2_H-8_A-2.zip"] = bytes(corrupt)
+    with pytest.raises(DownloadError, match="corrupt|not a valid zip|CRC"):
+        load_preset("toy", progress=False)
+    assert not (cache / "toy").exists()
+    assert not (cache / "downloads" / "uncased_L-2_H-8_A-2.zip").exists()
+    assert _no_temporaries(cache) == []
+
+
+def test_archive_of_another_model_is_rejected(monkeypatch, tmp_path, server, cache):
+    monkeypatch.setitem(PRESETS, "toy", TOY)
+    other = BertConfig(**dict(TINY, num_hidden_layers=1))
+    write_google_dir(tmp_path / "other", config=other)
+    server.routes["/o.zip"] = zip_dir(tmp_path / "other")
+    with pytest.raises(DownloadError, match="num_hidden_layers=1"):
+        load_preset("toy", url=server.url + "/o.zip", progress=False)
+    assert not (cache / "toy").exists()
+
+
+def test_archive_without_checkpoint_is_rejected(monkeypatch, tmp_path, server, cache):
+    monkeypatch.setitem(PRESETS, "toy", TOY)
+    write_google_dir(tmp_path / "src")
+    for f in (tmp_path / "src").glob("bert_model.ckpt.data-*"):
+        f.unlink()
+    server.routes["/x.zip"] = zip_dir(tmp_path / "src")
+    with pytest.raises(DownloadError, match="bert_model.ckpt.data-00000-of-00001"):
+        load_preset("toy", url=server.url + "/x.zip", progress=False)
+
+
+def test_offline_fails_fast_naming_the_url(monkeypatch, cache):
+    monkeypatch.setitem(PRESETS, "toy", TOY)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/uncased_L-2_H-8_A-2.zip"
+    start = time.monotonic()
+    with pytest.raises(DownloadError) as info:
+        BertEncoder.from_preset("toy", url=url)
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert url in message
+    assert "by hand" in message and str(cache / "downloads") in message
+    assert not (cache / "toy").exists()
+
+
+def test_manually_placed_zip_is_used(toy, server, cache):
+    _, _, body = toy
+    (cache / "downloads").mkdir(parents=True)
+    (cache / "downloads" / "uncased_L-2_H-8_A-2.zip").write_bytes(body)
+    load_preset("toy", progress=False)
+    assert server.requests == []
+
+
+def test_local_zip_is_converted_once(tmp_path, cache):
+    config, weights = write_google_dir(tmp_path / "src")
+    archive = tmp_path / "my_bert.zip"
+    archive.write_bytes(zip_dir(tmp_path / "src", folder="my_bert"))
+    encoder = BertEncoder.from_preset(str(archive))
+    np.testing.assert_array_equal(encoder.get_canonical_weights()["bert/pooler/dense/bias"],
+                                  weights["bert/pooler/dense/bias"])
+    converted = list((cache / "zips").iterdir())
+    assert len(converted) == 1 and (converted[0] / "keras_bert.json").is_file()
+    load_preset(str(archive))
+    assert len(list((cache / "zips").iterdir())) == 1

