@@ -1,8 +1,9 @@
 import os
+import pathlib
 import subprocess
 import sys
 
-from conftest import REPO
+REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _import_with(env_backend):
