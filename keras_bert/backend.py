@@ -5,14 +5,59 @@ runs on the TensorFlow backend only. When ``KERAS_BACKEND`` is unset we set it; 
 another backend we refuse with a clear message instead of failing deep inside a layer.
 """
 
+import contextlib
 import os
+import re
 import sys
+import tempfile
 
 _BACKEND = "tensorflow"
+
+# Informational lines TensorFlow's C++ runtime writes to stderr before absl logging starts
+# (TF_CPP_MIN_LOG_LEVEL does not reach them in TF 2.21). Anything else is passed through.
+_IMPORT_NOISE = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called"
+    r"|^[IW]\d{4} [\d:.]+\s+\d+ (port\.cc|cudart_stub\.cc|cpu_feature_guard\.cc|cuda_\w+\.cc)"
+    r"|^E\d{4} [\d:.]+\s+\d+ cuda_platform\.cc:\d+\] failed call to cuInit"
+    r"|^To enable the following instructions:|rebuild TensorFlow with the appropriate compiler"
+)
 
 
 class BackendError(ImportError):
     """Raised when Keras is configured for a backend other than TensorFlow."""
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Holds back the C++ start-up notices printed while TensorFlow loads; replays the rest."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # stderr replaced (e.g. captured): no fd.
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile(mode="w+b") as held:
+        os.dup2(held.fileno(), fd)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            held.seek(0)
+            for line in held.read().decode("utf-8", "replace").splitlines():
+                if line.strip() and not _IMPORT_NOISE.search(line):
+                    print(line, file=sys.stderr)
+
+
+def _load_tensorflow():
+    if "tensorflow" in sys.modules or os.environ.get("KERAS_BERT_VERBOSE_IMPORT"):
+        return
+    with _quiet_native_stderr():
+        import tensorflow as tf
+
+        tf.config.list_logical_devices("CPU")  # Creates the CPU device: its notices now.
 
 
 def _select_tensorflow_backend():
@@ -25,6 +70,7 @@ def _select_tensorflow_backend():
             f"keras_bert needs Keras 3 on the TensorFlow backend, but KERAS_BACKEND="
             f"{requested!r}. Unset KERAS_BACKEND or set KERAS_BACKEND=tensorflow."
         )
+    _load_tensorflow()
     import keras  # noqa: E402  (must follow the environment set-up above)
 
     active = keras.config.backend()

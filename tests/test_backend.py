@@ -28,3 +28,11 @@ def test_refuses_another_backend():
     assert result.returncode != 0
     assert "KERAS_BACKEND='jax'" in result.stderr
     assert "TensorFlow backend" in result.stderr
+
+
+def test_import_keeps_stderr_readable():
+    """TensorFlow's C++ start-up notices are held back; the package prints nothing itself."""
+    result = _import_with(None)
+    assert result.returncode == 0, result.stderr
+    noise = [line for line in result.stderr.splitlines() if "I0000" in line or "absl::" in line]
+    assert noise == [], result.stderr
