@@ -106,6 +106,8 @@ class BertTokenizer(keras.layers.Layer):
     def words(self, inputs):
         """The basic tokenization: string tensor of shape [...] -> ragged words [..., (words)]."""
         inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        if inputs.shape.rank == 0:
+            return self.words(inputs[tf.newaxis])[0]
         words = normalization.basic_tokenize(inputs, lower_case=self.do_lower_case)
         too_long = (
             tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_chars_per_word
