@@ -10,9 +10,6 @@ def _to_ragged(segment):
     """An int tensor [batch, tokens] (dense: every entry is a token) or ragged -> ragged int32."""
     if isinstance(segment, tf.RaggedTensor):
         return tf.cast(segment, tf.int32)
-    segment = tf.convert_to_tensor(segment)
-    if segment.shape.rank == 1 and segment.shape[0] == 0:
-        segment = tf.reshape(segment, [0, 0])  # an empty batch given as []
     return tf.RaggedTensor.from_tensor(tf.cast(segment, tf.int32))
 
 
@@ -88,11 +85,14 @@ class BertPackInputs(keras.layers.Layer):
         import tensorflow_text as tf_text
 
         seq_length = int(seq_length or self.seq_length)
-        segments = [_to_ragged(s) for s in self._segments(inputs)]
-        unbatched = segments[0].shape.rank == 1
+        segments = [
+            s if isinstance(s, tf.RaggedTensor) else tf.convert_to_tensor(s)
+            for s in self._segments(inputs)
+        ]
+        unbatched = segments[0].shape.rank == 1  # one sequence [tokens], always dense
         if unbatched:
-            segments = [tf.RaggedTensor.from_tensor(tf.expand_dims(s.flat_values if isinstance(
-                s, tf.RaggedTensor) else s, 0)) for s in segments]
+            segments = [s[tf.newaxis] for s in segments]
+        segments = [_to_ragged(s) for s in segments]
         budget = seq_length - len(segments) - 1  # room left by [CLS] and one [SEP] each
         if budget < 0:
             raise ValueError(
