@@ -72,18 +72,24 @@ def is_nonspacing_mark(char):
     return unicodedata.category(char) == "Mn"
 
 
-def _ranges(predicate):
-    """All code points where `predicate(chr(cp))` holds, as sorted (first, last) ranges."""
-    ranges = []
-    start = None
-    for cp in range(sys.maxunicode + 2):
-        hit = cp <= sys.maxunicode and not (0xD800 <= cp <= 0xDFFF) and predicate(chr(cp))
+def _ranges_from_flags(flags):
+    """Sorted (first, last) code point ranges where `flags[cp]` is true."""
+    ranges, start = [], None
+    for cp, hit in enumerate(list(flags) + [False]):
         if hit and start is None:
             start = cp
         elif not hit and start is not None:
             ranges.append((start, cp - 1))
             start = None
     return tuple(ranges)
+
+
+@tf.autograph.experimental.do_not_convert
+def _ranges(predicate):
+    """All code points where `predicate(chr(cp))` holds, as sorted (first, last) ranges."""
+    return _ranges_from_flags(
+        not (0xD800 <= cp <= 0xDFFF) and predicate(chr(cp)) for cp in range(sys.maxunicode + 1)
+    )
 
 
 def _re2_class(ranges):
@@ -93,16 +99,37 @@ def _re2_class(ranges):
     return "[" + "".join(parts) + "]"
 
 
+@tf.autograph.experimental.do_not_convert
 @functools.lru_cache(maxsize=None)
 def patterns():
     """RE2 patterns of the character classes, built once per process from `unicodedata`."""
-    punctuation_or_cjk = _ranges(lambda c: is_punctuation_char(c) or is_cjk_char(c))
-    return {
-        "removed": _re2_class(_ranges(is_removed_char)),
-        "marks": _re2_class(_ranges(is_nonspacing_mark)),
+    n = sys.maxunicode + 1
+    removed, marks, whitespace, split_off = ([False] * n for _ in range(4))
+    cjk = [False] * n
+    for lo, hi in CJK_RANGES:
+        cjk[lo : hi + 1] = [True] * (hi - lo + 1)
+    for cp in range(n):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        char = chr(cp)
+        # The same tests as the is_*_char functions above, sharing one category look-up.
+        category = unicodedata.category(char)
+        removed[cp] = cp in (0, 0xFFFD) or (
+            category in ("Cc", "Cf") and char not in "\t\n\r"
+        )
+        marks[cp] = category == "Mn"
         # ASCII space is left out: it needs no rewriting, and matching it would cost time.
-        "whitespace": _re2_class(_ranges(lambda c: c != " " and is_whitespace_char(c))),
-        "split_off": _re2_class(punctuation_or_cjk),
+        whitespace[cp] = cp != 32 and (
+            char in "\t\n\r" or category == "Zs" or (char.isspace() and not removed[cp])
+        )
+        split_off[cp] = cjk[cp] or category.startswith("P") or (
+            33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+        )
+    return {
+        "removed": _re2_class(_ranges_from_flags(removed)),
+        "marks": _re2_class(_ranges_from_flags(marks)),
+        "whitespace": _re2_class(_ranges_from_flags(whitespace)),
+        "split_off": _re2_class(_ranges_from_flags(split_off)),
         "unicode_version": unicodedata.unidata_version,
     }
 

@@ -51,6 +51,7 @@ class BertTokenizer(keras.layers.Layer):
         self.max_chars_per_word = int(max_chars_per_word)
         self.special_token_ids = vocab_lib.special_token_ids(self.vocabulary)
         self._wordpiece = None
+        normalization.patterns()  # build the character classes now, outside any tracing
 
     # ---- vocabulary ---------------------------------------------------------------------
     @property
