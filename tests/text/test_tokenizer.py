@@ -186,3 +186,36 @@ def test_from_preset_contract(monkeypatch, minilm_vocab):
     assert tok.do_lower_case is False and tok.vocabulary_size == 30522
     with pytest.warns(UserWarning, match="do_lower_case"):
         BertTokenizer.from_preset("anything", do_lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def other_corpora():
+    """Real text beyond English Wikipedia: Russian prose and Bulgarian Wikipedia (gensim's
+    test data, offline), tweets, Amazon reviews and an emoji lexicon (PyPI vaderSentiment
+    sdist, downloaded once into the cache; this fails, not skips, when offline)."""
+    from tests.text import corpus
+
+    vader = corpus.vader_lines()
+    return {
+        "russian_novel": corpus.russian_novel_lines(),
+        "bulgarian_wikipedia": corpus.bulgarian_wikipedia_lines(),
+        "tweets": vader["tweets"],
+        "amazon_reviews": vader["amazonReviewSnippets"],
+        "emoji_lexicon": vader["vader_emoji_lexicon"],
+    }
+
+
+@CASINGS
+def test_other_real_corpora_identical(
+    other_corpora, minilm_vocab, google_tokenizers, hf_tokenizers, lower
+):
+    google, hf = google_tokenizers[lower], hf_tokenizers[lower]
+    for name, lines in other_corpora.items():
+        ours = _ours(minilm_vocab, lower, lines)
+        expected = [google.convert_tokens_to_ids(google.tokenize(line)) for line in lines]
+        bad = _mismatches(lines, ours, expected)
+        assert not bad, (name, len(bad), bad[:2])
+        if lower:  # Hugging Face too (it agrees with Google on all of these)
+            expected = [hf.encode(line, add_special_tokens=False) for line in lines]
+            bad = _mismatches(lines, ours, expected)
+            assert not bad, (name, len(bad), bad[:2])
