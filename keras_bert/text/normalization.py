@@ -134,10 +134,22 @@ def patterns():
     }
 
 
+# Exactly the byte strings Python's `bytes.decode("utf-8")` accepts: no surrogates, nothing
+# above U+10FFFF, no overlong forms (RE2 compiles this class into strict UTF-8 byte ranges).
+VALID_UTF8 = "(?s)[\\x{0}-\\x{D7FF}\\x{E000}-\\x{10FFFF}]*"
+
+
 def clean_text(text):
     """Makes the UTF-8 valid (invalid bytes -> U+FFFD) and drops the removed characters."""
-    text = tf.strings.unicode_transcode(
-        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    text = tf.convert_to_tensor(text, tf.string)
+    # Transcoding costs a quarter of the whole tokenizer; checking validity, a tenth of that.
+    # Batches that are valid UTF-8 throughout (nearly all) skip it.
+    text = tf.cond(
+        tf.reduce_all(tf.strings.regex_full_match(text, VALID_UTF8)),
+        lambda: text,
+        lambda: tf.strings.unicode_transcode(
+            text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        ),
     )
     return tf.strings.regex_replace(text, patterns()["removed"], "")
 

@@ -148,3 +148,30 @@ def test_invalid_utf8_is_dropped_like_decode_ignore(google_tokenization):
     got = normalization.basic_tokenize(tf.constant(samples)).to_list()
     for raw, words in zip(samples, got):
         assert [w.decode("utf-8") for w in words] == reference.tokenize(raw), raw
+
+
+def test_valid_utf8_check_and_random_bytes_match_decode_ignore(google_tokenization):
+    """Random byte strings (UTF-8 lead/continuation bytes mixed with ASCII) come out as the
+    reference's `decode("utf-8", "ignore")` of them; the validity pattern agrees with Python."""
+    import random
+
+    rng = random.Random(0)
+    alphabet = [0x41, 0x20, 0x2E, 0x80, 0x9F, 0xA0, 0xBF, 0xC2, 0xC3, 0xDF, 0xE0, 0xE1, 0xED,
+                0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF, 0x61, 0xCE, 0xA3]
+    samples = [bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 12)))
+               for _ in range(20000)]
+
+    def is_valid(b):
+        try:
+            b.decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            return False
+
+    valid = tf.strings.regex_full_match(tf.constant(samples), normalization.VALID_UTF8)
+    assert valid.numpy().tolist() == [is_valid(b) for b in samples]
+    reference = google_tokenization.BasicTokenizer(do_lower_case=True)
+    got = normalization.basic_tokenize(tf.constant(samples)).to_list()
+    bad = [b for b, words in zip(samples, got)
+           if [w.decode("utf-8") for w in words] != reference.tokenize(b)]
+    assert not bad, bad[:10]
