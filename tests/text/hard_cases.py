@@ -41,4 +41,5 @@ HARD_CASES = [
     "The quick brown fox jumps over the lazy dog.",
     "UNAFFABLE unaffable Unaffable",
     "Private use \ue000 and unassigned \U000e0080 stay words",
+    "a 150-character word: " + "ab" * 75,
 ]

@@ -119,3 +119,15 @@ def test_from_preset_contract(monkeypatch, minilm_vocab):
     pre = BertPreprocessor.from_preset("anything", seq_length=16, truncator="waterfall")
     assert pre.seq_length == 16 and pre.truncator == "waterfall"
     assert pre(["Hello"])["input_word_ids"].numpy()[0, :3].tolist() == [101, 7592, 102]
+
+
+def test_saved_model_export_keeps_tokenization_in_graph(preprocessor, tmp_path):
+    """The string -> ids graph survives `model.export` (TF SavedModel, as TF Serving loads)."""
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, preprocessor(inputs))
+    model.export(str(tmp_path / "export"), format="tf_saved_model", verbose=False)
+    loaded = tf.saved_model.load(str(tmp_path / "export"))
+    x = tf.constant(["Hello world, naïve café!", "", b"bad \xff bytes"])
+    served, direct = loaded.serve(x), model(x)
+    for key in direct:
+        np.testing.assert_array_equal(served[key], direct[key])
