@@ -110,10 +110,18 @@ class BertTokenizer(keras.layers.Layer):
         if inputs.shape.rank == 0:
             return self.words(inputs[tf.newaxis])[0]
         words = normalization.basic_tokenize(inputs, lower_case=self.do_lower_case)
-        too_long = (
-            tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_chars_per_word
+        flat = words.flat_values
+        max_chars = self.max_chars_per_word
+
+        def unk_long_words():
+            too_long = tf.strings.length(flat, unit="UTF8_CHAR") > max_chars
+            return tf.where(too_long, tf.constant(vocab_lib.UNK), flat)
+
+        # Counting characters means decoding; a word can only be too long in characters if it
+        # is in bytes, so batches without such words (nearly all) skip it.
+        flat = tf.cond(
+            tf.reduce_any(tf.strings.length(flat) > max_chars), unk_long_words, lambda: flat
         )
-        flat = tf.where(too_long, tf.constant(vocab_lib.UNK), words.flat_values)
         return words.with_flat_values(flat)
 
     def tokenize(self, inputs, per_word=False):
