@@ -135,7 +135,10 @@ def main(argv):
         f"{'cased' if FLAGS.cased else 'uncased'}, batch {bs}, best of {FLAGS.repeats}, "
         f"{os.cpu_count()} CPUs; reference: HF Python BertTokenizer ({reference_s:.1f} s)"
     )
-    header = f"| {'tokenizer':30} | {'lines/s':>9} | {'MB/s':>7} | {'x HF fast':>9} | {'mismatched lines':>16} |"
+    header = (
+        f"| {'tokenizer':30} | {'lines/s':>9} | {'MB/s':>7} | {'x HF fast':>9} "
+        f"| {'mismatched lines':>16} |"
+    )
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for r in rows:

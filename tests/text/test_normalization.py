@@ -109,7 +109,8 @@ def test_final_sigma_in_every_context():
     """Python lowers U+03A3 to final 'ς' by context; ICU must agree next to every character."""
     cps = [c for c in all_code_points()[1:] if c not in ICU_UNICODE_VERSION_DIFFERENCES]
     expected = {c for lo, hi in ICU_CASE_CONTEXT_DIFFERENCES for c in range(lo, hi + 1)}
-    for context in (lambda ch: "ΑΣ" + ch + "Α", lambda ch: "Α" + ch + "Σ", lambda ch: "Σ" + ch):
+    contexts = (lambda ch: "ΑΣ" + ch + "Α", lambda ch: "Α" + ch + "Σ", lambda ch: "Σ" + ch)
+    for context in contexts:
         strings = [context(chr(c)) for c in cps]
         got = tf.strings.lower(tf.constant([s.encode() for s in strings]), encoding="utf-8")
         bad = {c for c, s, g in zip(cps, strings, got.numpy()) if g.decode() != s.lower()}

@@ -1,10 +1,8 @@
 """BertTokenizer: ids identical to google-research/bert and Hugging Face's Python tokenizer."""
 
-import os
 import warnings
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 
