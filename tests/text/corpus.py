@@ -94,7 +94,10 @@ def vader_lines(cache_dir=None):
     cache_dir = pathlib.Path(
         cache_dir or os.environ.get("KERAS_BERT_TEXT_CACHE", "/tmp/keras_bert_text_cache")
     )
-    sdist = cache_dir / "vaderSentiment-3.3.2.tar.gz"
+    # A copy fetched beforehand (e.g. by an install step) is used as it is.
+    sdist = pathlib.Path(
+        os.environ.get("KERAS_BERT_VADER_SDIST", cache_dir / "vaderSentiment-3.3.2.tar.gz")
+    )
     if not sdist.is_file():
         cache_dir.mkdir(parents=True, exist_ok=True)
         result = subprocess.run(
@@ -103,7 +106,11 @@ def vader_lines(cache_dir=None):
             capture_output=True, text=True,
         )
         if result.returncode != 0 or not sdist.is_file():
-            raise RuntimeError("could not download vaderSentiment==3.3.2: " + result.stderr[-500:])
+            raise RuntimeError(
+                "could not download vaderSentiment==3.3.2 (PyPI sdist) into "
+                f"{cache_dir}; offline, put the file there or point KERAS_BERT_VADER_SDIST "
+                "at a copy: " + result.stderr[-500:]
+            )
     corpora = {}
     with tarfile.open(sdist) as outer:
         inner_bytes = outer.extractfile(
