@@ -15,8 +15,9 @@ class MaskedLMMasker(keras.layers.Layer):
     `input_mask` is 0 are never chosen. A chosen token becomes `[MASK]` with probability
     `mask_token_rate`, a random ordinary vocabulary token with `random_token_rate`, and stays
     as it is otherwise (80/10/10). With `whole_word_masking`, a word's WordPiece pieces
-    (`##` continuations with the piece before them) are chosen together; words are taken in
-    random order while they fit into the sequence's budget.
+    (`##` continuations with the piece before them) are chosen together: as in BERT's
+    `create_pretraining_data.py`, words are visited in random order and a word is taken when
+    it still fits into the sequence's budget, skipped otherwise.
 
     Outputs, besides the masked `input_word_ids` and the untouched other inputs:
     `masked_lm_positions` and `masked_lm_ids` (int32, [batch, max_predictions_per_seq], the
@@ -135,7 +136,10 @@ class MaskedLMMasker(keras.layers.Layer):
         scores = tf.random.stateless_uniform(tf.shape(ids), seed=seeds[0])
         order = tf.argsort(tf.where(start, scores, 2.0), axis=1)  # word starts first
         sorted_len = tf.gather(len_at_start, order, batch_dims=1)
-        chosen_sorted = (sorted_len > 0) & (tf.cumsum(sorted_len, axis=1) <= num_to_predict)
+        if self.whole_word_masking:
+            chosen_sorted = _greedy_fit(sorted_len, num_to_predict[:, 0])
+        else:  # words of one token: the first num_to_predict of them
+            chosen_sorted = (sorted_len > 0) & (tf.cumsum(sorted_len, axis=1) <= num_to_predict)
         chosen_start = tf.gather(chosen_sorted, tf.argsort(order, axis=1), batch_dims=1)
         word_chosen = tf.math.unsorted_segment_max(
             tf.cast(chosen_start & start, tf.int32), segment, num_segments=dummy + 1
@@ -189,3 +193,19 @@ class MaskedLMMasker(keras.layers.Layer):
             }
         )
         return config
+
+
+def _greedy_fit(lengths, budget):
+    """lengths [B, W] (0: no word), budget [B] -> chosen [B, W]: visiting words in order,
+    take each one that still fits (BERT's skip-and-continue), in one scan over W."""
+
+    def step(used, length):
+        take = (length > 0) & (used + length <= budget)
+        return used + tf.where(take, length, 0), take
+
+    _, chosen = tf.scan(
+        lambda carry, length: step(carry[0], length),
+        tf.transpose(lengths),
+        initializer=(tf.zeros_like(budget), tf.zeros_like(budget, tf.bool)),
+    )
+    return tf.transpose(chosen)
