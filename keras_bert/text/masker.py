@@ -26,7 +26,10 @@ class MaskedLMMasker(keras.layers.Layer):
 
     Randomness: with `seed`, the sequence of masks is the same run after run (a
     `keras.random.SeedGenerator` state advances on each call); passing `seed=` to a call (a
-    shape [2] int tensor) makes that call stateless and reproducible on its own.
+    shape [2] int tensor) makes that call stateless and reproducible on its own. In a
+    `dataset.map` with parallel calls the order in which the state advances is not fixed; for
+    masks reproducible there, derive the seed from the element, e.g.
+    `dataset.enumerate().map(lambda i, x: masker(x, seed=tf.stack([i, 0])))`.
 
     Args:
       vocabulary: list of tokens or path to `vocab.txt` (for the special ids, the `##` pieces

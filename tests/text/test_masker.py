@@ -125,3 +125,18 @@ def test_config_round_trip(minilm_vocab):
     x = {"input_word_ids": tf.constant([[101, 7592, 2088, 102]]), "input_mask": tf.ones([1, 4])}
     np.testing.assert_array_equal(masker(x, seed=[1, 1])["input_word_ids"],
                                   clone(x, seed=[1, 1])["input_word_ids"])
+
+
+def test_per_element_seeds_in_parallel_dataset(packed):
+    tok, packed_out, _ = packed
+    masker = MaskedLMMasker(tok.get_vocabulary(), seed=0)
+    ds = tf.data.Dataset.from_tensor_slices({k: v[:64] for k, v in packed_out.items()}).batch(8)
+
+    def run():
+        mapped = ds.enumerate().map(
+            lambda i, x: masker(x, seed=tf.stack([i, tf.constant(0, tf.int64)])),
+            num_parallel_calls=4, deterministic=False,
+        )
+        return sorted(tuple(b["masked_lm_positions"].numpy().ravel()) for b in mapped)
+
+    assert run() == run()
