@@ -229,3 +229,16 @@ def test_tweets_reviews_emoji_identical(minilm_vocab, google_tokenizers, hf_toke
         "emoji_lexicon": vader["vader_emoji_lexicon"],
     }
     _check_corpora(corpora, minilm_vocab, google_tokenizers[lower], hf_tokenizers[lower], lower)
+
+
+@pytest.mark.parametrize("missing", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+def test_each_missing_special_token_is_named(missing):
+    from keras_bert.text import BertPreprocessor, MaskedLMMasker
+
+    vocab = [t for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"] if t != missing]
+    for build in (BertTokenizer, BertPreprocessor, MaskedLMMasker):
+        with pytest.raises(ValueError) as err:
+            build(vocab)
+        assert missing in str(err.value)
+        others = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} - {missing}
+        assert not any(f"token(s) {t}" in str(err.value) for t in others)
