@@ -1,0 +1,184 @@
+"""Text cleaning and lower-casing in TensorFlow graph ops, identical to the original BERT.
+
+The reference is `BasicTokenizer` of google-research/bert `tokenization.py` (the same steps as
+Hugging Face's Python `BertTokenizer`):
+
+1. drop U+0000, U+FFFD and control characters (categories Cc and Cf, except tab, newline and
+   carriage return), map whitespace (space, tab, newline, carriage return, category Zs) to space;
+2. put spaces around CJK ideographs;
+3. split on whitespace (Python's `str.split()`, which also splits on U+2028 and U+2029);
+4. if lower-casing: Python's `str.lower()`, then NFD, then drop category Mn (accents);
+5. split off every punctuation character (ASCII 33-47, 58-64, 91-96, 123-126 and category P*).
+
+The character classes below are built from Python's own `unicodedata` (the tables the
+reference uses), written out as explicit code point ranges for RE2, so that the graph and the
+reference agree on every code point. Step 4 uses ICU through `tf.strings.lower` and
+`tensorflow_text.normalize_utf8`; the unit tests compare them with Python on all code points.
+
+Invalid UTF-8 (bytes that are not valid UTF-8) is replaced by U+FFFD and hence dropped, which
+is what the reference does with `bytes.decode("utf-8", "ignore")`.
+"""
+
+import functools
+import sys
+import unicodedata
+
+import tensorflow as tf
+
+# CJK ideograph blocks, as listed in the reference's `_is_chinese_char`.
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def is_removed_char(char):
+    """The reference's `_clean_text` drops these: NUL, U+FFFD and `_is_control` characters."""
+    cp = ord(char)
+    if cp == 0 or cp == 0xFFFD:
+        return True
+    if char in "\t\n\r":
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def is_whitespace_char(char):
+    """Splits words: the reference's `_is_whitespace`, plus what `str.split()` splits on."""
+    if char in " \t\n\r" or unicodedata.category(char) == "Zs":
+        return True
+    return char.isspace() and not is_removed_char(char)
+
+
+def is_punctuation_char(char):
+    """The reference's `_is_punctuation`: ASCII non-alphanumerics and Unicode category P*."""
+    cp = ord(char)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def is_cjk_char(char):
+    cp = ord(char)
+    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+
+
+def is_nonspacing_mark(char):
+    return unicodedata.category(char) == "Mn"
+
+
+def _ranges_from_flags(flags):
+    """Sorted (first, last) code point ranges where `flags[cp]` is true."""
+    ranges, start = [], None
+    for cp, hit in enumerate(list(flags) + [False]):
+        if hit and start is None:
+            start = cp
+        elif not hit and start is not None:
+            ranges.append((start, cp - 1))
+            start = None
+    return tuple(ranges)
+
+
+@tf.autograph.experimental.do_not_convert
+def _ranges(predicate):
+    """All code points where `predicate(chr(cp))` holds, as sorted (first, last) ranges."""
+    return _ranges_from_flags(
+        not (0xD800 <= cp <= 0xDFFF) and predicate(chr(cp)) for cp in range(sys.maxunicode + 1)
+    )
+
+
+def _re2_class(ranges):
+    parts = []
+    for lo, hi in ranges:
+        parts.append("\\x{%X}" % lo if lo == hi else "\\x{%X}-\\x{%X}" % (lo, hi))
+    return "[" + "".join(parts) + "]"
+
+
+@tf.autograph.experimental.do_not_convert
+@functools.lru_cache(maxsize=None)
+def patterns():
+    """RE2 patterns of the character classes, built once per process from `unicodedata`."""
+    n = sys.maxunicode + 1
+    removed, marks, whitespace, split_off = ([False] * n for _ in range(4))
+    cjk = [False] * n
+    for lo, hi in CJK_RANGES:
+        cjk[lo : hi + 1] = [True] * (hi - lo + 1)
+    for cp in range(n):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        char = chr(cp)
+        # The same tests as the is_*_char functions above, sharing one category look-up.
+        category = unicodedata.category(char)
+        removed[cp] = cp in (0, 0xFFFD) or (
+            category in ("Cc", "Cf") and char not in "\t\n\r"
+        )
+        marks[cp] = category == "Mn"
+        # ASCII space is left out: it needs no rewriting, and matching it would cost time.
+        whitespace[cp] = cp != 32 and (
+            char in "\t\n\r" or category == "Zs" or (char.isspace() and not removed[cp])
+        )
+        split_off[cp] = cjk[cp] or category.startswith("P") or (
+            33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+        )
+    return {
+        "removed": _re2_class(_ranges_from_flags(removed)),
+        "marks": _re2_class(_ranges_from_flags(marks)),
+        "whitespace": _re2_class(_ranges_from_flags(whitespace)),
+        "split_off": _re2_class(_ranges_from_flags(split_off)),
+        "unicode_version": unicodedata.unidata_version,
+    }
+
+
+# Exactly the byte strings Python's `bytes.decode("utf-8")` accepts: no surrogates, nothing
+# above U+10FFFF, no overlong forms (RE2 compiles this class into strict UTF-8 byte ranges).
+VALID_UTF8 = "(?s)[\\x{0}-\\x{D7FF}\\x{E000}-\\x{10FFFF}]*"
+
+
+def clean_text(text):
+    """Makes the UTF-8 valid (invalid bytes -> U+FFFD) and drops the removed characters."""
+    text = tf.convert_to_tensor(text, tf.string)
+    # Transcoding costs a quarter of the whole tokenizer; checking validity, a tenth of that.
+    # Batches that are valid UTF-8 throughout (nearly all) skip it.
+    text = tf.cond(
+        tf.reduce_all(tf.strings.regex_full_match(text, VALID_UTF8)),
+        lambda: text,
+        lambda: tf.strings.unicode_transcode(
+            text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        ),
+    )
+    return tf.strings.regex_replace(text, patterns()["removed"], "")
+
+
+def lower_strip_accents(text):
+    """Python's `str.lower()`, NFD and dropping Mn, on cleaned text."""
+    import tensorflow_text as tf_text
+
+    text = tf.strings.lower(text, encoding="utf-8")
+    text = tf_text.normalize_utf8(text, "NFD")
+    return tf.strings.regex_replace(text, patterns()["marks"], "")
+
+
+def split_words(text):
+    """Splits cleaned text into words: on whitespace, and around punctuation and CJK.
+
+    Every whitespace character becomes a space, every punctuation or CJK character gets a
+    space on each side, and `tf.strings.split` (ASCII whitespace, no empty words) cuts there.
+    Two plain rewrites and a split run ~3x faster than one `regex_split` with these classes.
+    """
+    p = patterns()
+    text = tf.strings.regex_replace(text, p["whitespace"], " ")
+    text = tf.strings.regex_replace(text, p["split_off"], " \\0 ")
+    return tf.strings.split(text)
+
+
+def basic_tokenize(text, lower_case=True):
+    """The whole reference `BasicTokenizer` on a string tensor: returns ragged words."""
+    text = clean_text(text)
+    if lower_case:
+        text = lower_strip_accents(text)
+    return split_words(text)

@@ -1,0 +1,185 @@
+"""`BertTokenizer`: raw strings -> WordPiece ids inside the TensorFlow graph."""
+
+import warnings
+
+import keras
+import tensorflow as tf
+
+from keras_bert.text import normalization
+from keras_bert.text import vocab as vocab_lib
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenizer(keras.layers.Layer):
+    """BERT's tokenizer (basic tokenization + WordPiece) as a Keras layer of graph ops.
+
+    Gives the same ids as google-research/bert's `FullTokenizer` and Hugging Face's Python
+    `BertTokenizer`: control characters dropped, whitespace normalised, CJK ideographs and
+    punctuation split off, and with `do_lower_case` Python's `str.lower()` + NFD + accent
+    stripping; a word longer than `max_chars_per_word` characters becomes `[UNK]`, and so does
+    a word WordPiece cannot cover. Invalid UTF-8 bytes are dropped, as the reference's
+    `decode("utf-8", "ignore")` does. Special tokens written in the text (`"[CLS]"`) are plain
+    text, as in the original BERT.
+
+    Args:
+      vocabulary: path to a BERT `vocab.txt`, or a list of tokens (id = position). It must
+        hold `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
+      do_lower_case: lower-case and strip accents (uncased models) or not (cased models).
+      max_chars_per_word: words longer than this (in characters) become `[UNK]`.
+
+    Example:
+
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick",
+    ...          "fox", "."]
+    >>> tokenizer = BertTokenizer(vocab)
+    >>> tokenizer(["The quick fox.", "Fox!"]).to_list()
+    [[5, 6, 7, 8, 9], [8, 1]]
+    >>> tokenizer.detokenize([[5, 6, 7, 8, 9]]).numpy()
+    array([b'the quick fox .'], dtype=object)
+    """
+
+    def __init__(self, vocabulary, do_lower_case=True, max_chars_per_word=200, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        # Strings in, ids out: no float casting of inputs; no weights to build.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        self.vocabulary = vocab_lib.load_vocabulary(vocabulary)
+        vocab_lib.check_vocabulary(self.vocabulary)
+        self.do_lower_case = bool(do_lower_case)
+        self.max_chars_per_word = int(max_chars_per_word)
+        self.special_token_ids = vocab_lib.special_token_ids(self.vocabulary)
+        self._wordpiece = None
+        normalization.patterns()  # build the character classes now, outside any tracing
+
+    # ---- vocabulary ---------------------------------------------------------------------
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def get_vocabulary(self):
+        return list(self.vocabulary)
+
+    def token_to_id(self, token):
+        return self.vocabulary.index(token)
+
+    def id_to_token(self, token_id):
+        return self.vocabulary[int(token_id)]
+
+    @property
+    def pad_token_id(self):
+        return self.special_token_ids[vocab_lib.PAD]
+
+    @property
+    def unk_token_id(self):
+        return self.special_token_ids[vocab_lib.UNK]
+
+    @property
+    def cls_token_id(self):
+        return self.special_token_ids[vocab_lib.CLS]
+
+    @property
+    def sep_token_id(self):
+        return self.special_token_ids[vocab_lib.SEP]
+
+    @property
+    def mask_token_id(self):
+        return self.special_token_ids[vocab_lib.MASK]
+
+    def _wordpiece_tokenizer(self):
+        if self._wordpiece is None:
+            import tensorflow_text as tf_text
+
+            with tf.init_scope():
+                self._wordpiece = tf_text.FastWordpieceTokenizer(
+                    vocab=self.vocabulary,
+                    suffix_indicator="##",
+                    # Words are limited in characters below; every byte length passes here.
+                    max_bytes_per_word=4 * self.max_chars_per_word + 4,
+                    token_out_type=tf.int32,
+                    unknown_token=vocab_lib.UNK,
+                    no_pretokenization=True,
+                )
+        return self._wordpiece
+
+    # ---- tokenization -------------------------------------------------------------------
+    def words(self, inputs):
+        """The basic tokenization: string tensor of shape [...] -> ragged words [..., (words)]."""
+        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        if inputs.shape.rank == 0:
+            return self.words(inputs[tf.newaxis])[0]
+        words = normalization.basic_tokenize(inputs, lower_case=self.do_lower_case)
+        flat = words.flat_values
+        max_chars = self.max_chars_per_word
+
+        def unk_long_words():
+            too_long = tf.strings.length(flat, unit="UTF8_CHAR") > max_chars
+            return tf.where(too_long, tf.constant(vocab_lib.UNK), flat)
+
+        # Counting characters means decoding; a word can only be too long in characters if it
+        # is in bytes, so batches without such words (nearly all) skip it.
+        flat = tf.cond(
+            tf.reduce_any(tf.strings.length(flat) > max_chars), unk_long_words, lambda: flat
+        )
+        return words.with_flat_values(flat)
+
+    def tokenize(self, inputs, per_word=False):
+        """Strings of shape [batch] (or a scalar) -> ragged int32 ids [batch, (tokens)].
+
+        With `per_word=True` the ids keep the words: [batch, (words), (pieces)], the input of
+        whole-word masking.
+        """
+        words = self.words(inputs)
+        ids = self._wordpiece_tokenizer().tokenize(words)  # [..., (words), (pieces)]
+        if per_word:
+            return ids
+        return ids.merge_dims(-2, -1)
+
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def detokenize(self, ids):
+        """Ids [..., tokens] (dense or ragged) -> strings [...], pieces joined as in HF/BERT."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+        tokens = tf.gather(tf.constant(self.vocabulary), ids)
+        text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+        return tf.strings.regex_replace(text, " ##", "")
+
+    def compute_output_spec(self, inputs):
+        shape = tuple(inputs.shape) + (None,)
+        return keras.KerasTensor(shape, dtype="int32", ragged=True)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary": list(self.vocabulary),
+                "do_lower_case": self.do_lower_case,
+                "max_chars_per_word": self.max_chars_per_word,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_preset(cls, preset, do_lower_case=None, **kwargs):
+        """The tokenizer of a preset (a name in the registry or a preset directory).
+
+        `do_lower_case` defaults to the preset's casing; giving a different one warns, since
+        the ids then no longer match what the model was trained on.
+        """
+        from keras_bert import presets
+
+        loaded = presets.load_preset(preset)
+        preset_lower = bool(loaded.do_lower_case)
+        if do_lower_case is None:
+            do_lower_case = preset_lower
+        elif bool(do_lower_case) != preset_lower:
+            warnings.warn(
+                f"do_lower_case={do_lower_case} disagrees with preset {preset!r}, which is "
+                f"{'uncased' if preset_lower else 'cased'} (do_lower_case={preset_lower}); "
+                "the ids will not match what the model was trained on.",
+                stacklevel=2,
+            )
+        return cls(loaded.vocab_path, do_lower_case=do_lower_case, **kwargs)

@@ -1,0 +1,142 @@
+"""MaskedLMMasker: statistics over >= 100k real tokens, special tokens, whole words, seeds."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.text import BertPackInputs, BertTokenizer, MaskedLMMasker
+
+
+@pytest.fixture(scope="module")
+def packed(minilm_vocab, wiki_lines):
+    """Real Wikipedia text, packed as pairs of 128 tokens: ~125k maskable tokens."""
+    tok = BertTokenizer(minilm_vocab)
+    lines = [line for line in wiki_lines if len(line) > 200][:2000]
+    ids = tok(lines)
+    packer = BertPackInputs(128)
+    out = packer([ids[0::2], ids[1::2]])
+    candidates = (out["input_mask"].numpy() == 1) & ~np.isin(out["input_word_ids"], [0, 101, 102])
+    assert candidates.sum() >= 100_000, candidates.sum()
+    return tok, out, candidates
+
+
+def _stats(tok, packed_out, candidates, **kwargs):
+    masker = MaskedLMMasker(tok.get_vocabulary(), max_predictions_per_seq=20, seed=7, **kwargs)
+    out = masker(packed_out)
+    original = packed_out["input_word_ids"].numpy()
+    positions = out["masked_lm_positions"].numpy()
+    weights = out["masked_lm_weights"].numpy()
+    rows = np.nonzero(weights)[0]
+    cols = positions[weights > 0]
+    return masker, out, original, rows, cols
+
+
+def test_selection_rate_and_80_10_10(packed):
+    tok, packed_out, candidates = packed
+    masker, out, original, rows, cols = _stats(tok, packed_out, candidates)
+    chosen = np.zeros_like(candidates)
+    chosen[rows, cols] = True
+    # never [CLS], [SEP], padding; positions are unique
+    assert not (chosen & ~candidates).any()
+    assert len(set(zip(rows, cols))) == len(rows)
+    rate = chosen.sum() / candidates.sum()
+    assert abs(rate - 0.15) <= 0.005, rate
+    # the reported ids are the original ones
+    real = out["masked_lm_weights"].numpy() > 0
+    np.testing.assert_array_equal(out["masked_lm_ids"].numpy()[real], original[rows, cols])
+    new = out["input_word_ids"].numpy()
+    at = new[rows, cols]
+    mask_share = np.mean(at == tok.mask_token_id)
+    same_share = np.mean(at == original[rows, cols])
+    random_share = 1.0 - mask_share - same_share
+    assert abs(mask_share - 0.8) <= 0.01, mask_share
+    assert abs(random_share - 0.1) <= 0.01, random_share
+    assert abs(same_share - 0.1) <= 0.01, same_share
+    # random replacements are ordinary tokens; nothing else changed
+    replaced = at[(at != tok.mask_token_id) & (at != original[rows, cols])]
+    assert not np.isin(replaced, [0, 100, 101, 102, 103]).any()
+    untouched = np.ones_like(candidates)
+    untouched[rows, cols] = False
+    np.testing.assert_array_equal(new[untouched], original[untouched])
+    np.testing.assert_array_equal(out["input_mask"], packed_out["input_mask"])
+    np.testing.assert_array_equal(out["input_type_ids"], packed_out["input_type_ids"])
+
+
+def test_whole_word_masking_never_splits_a_word(packed):
+    tok, packed_out, candidates = packed
+    masker, out, original, rows, cols = _stats(tok, packed_out, candidates,
+                                                whole_word_masking=True)
+    chosen = np.zeros_like(candidates)
+    chosen[rows, cols] = True
+    assert not (chosen & ~candidates).any()
+    is_cont = np.array([t.startswith("##") for t in tok.get_vocabulary()])[original] & candidates
+    # a continuation piece is chosen exactly when the piece before it is
+    prev = np.zeros_like(chosen)
+    prev[:, 1:] = chosen[:, :-1]
+    assert (chosen[is_cont] == prev[is_cont]).all()
+    assert is_cont[chosen].sum() > 1000  # multi-piece words were masked
+    rate = chosen.sum() / candidates.sum()
+    assert abs(rate - 0.15) <= 0.005, rate
+    assert (out["masked_lm_weights"].numpy().sum(axis=1) <= 20).all()
+
+
+def test_deterministic_under_a_seed(packed):
+    tok, packed_out, _ = packed
+    small = {k: v[:64] for k, v in packed_out.items()}
+    a = MaskedLMMasker(tok.get_vocabulary(), seed=3)
+    b = MaskedLMMasker(tok.get_vocabulary(), seed=3)
+    a1, a2 = a(small), a(small)
+    b1, b2 = b(small), b(small)
+    for key in a1:
+        np.testing.assert_array_equal(a1[key], b1[key])
+        np.testing.assert_array_equal(a2[key], b2[key])
+    # dynamic: a new mask on every call
+    assert not np.array_equal(a1["masked_lm_positions"], a2["masked_lm_positions"])
+    # a stateless call is a pure function of its seed
+    c = MaskedLMMasker(tok.get_vocabulary())
+    s1 = c(small, seed=tf.constant([1, 2]))
+    s2 = c(small, seed=tf.constant([1, 2]))
+    np.testing.assert_array_equal(s1["input_word_ids"], s2["input_word_ids"])
+
+
+def test_max_predictions_short_rows_and_dataset(packed):
+    tok, packed_out, _ = packed
+    masker = MaskedLMMasker(tok.get_vocabulary(), max_predictions_per_seq=5, seed=0)
+    out = masker(packed_out)
+    assert out["masked_lm_positions"].shape == (packed_out["input_word_ids"].shape[0], 5)
+    assert (out["masked_lm_weights"].numpy().sum(axis=1) == 5).all()
+    # a row of only [CLS] [SEP]: nothing to predict; seq shorter than max_predictions
+    empty = masker({"input_word_ids": [[101, 102, 0]], "input_mask": [[1, 1, 0]]})
+    assert out["masked_lm_positions"].dtype == tf.int32
+    assert empty["masked_lm_weights"].numpy().tolist() == [[0.0] * 5]
+    assert empty["input_word_ids"].numpy().tolist() == [[101, 102, 0]]
+    # in tf.data, with parallel calls
+    ds = tf.data.Dataset.from_tensor_slices({k: v[:64] for k, v in packed_out.items()})
+    ds = ds.batch(16).map(masker, num_parallel_calls=tf.data.AUTOTUNE)
+    batches = list(ds)
+    assert len(batches) == 4 and batches[0]["masked_lm_ids"].shape == (16, 5)
+
+
+def test_config_round_trip(minilm_vocab):
+    tok = BertTokenizer(minilm_vocab)
+    masker = MaskedLMMasker(tok.get_vocabulary(), mask_rate=0.2, whole_word_masking=True, seed=5)
+    clone = MaskedLMMasker.from_config(masker.get_config())
+    assert clone.get_config() == masker.get_config()
+    x = {"input_word_ids": tf.constant([[101, 7592, 2088, 102]]), "input_mask": tf.ones([1, 4])}
+    np.testing.assert_array_equal(masker(x, seed=[1, 1])["input_word_ids"],
+                                  clone(x, seed=[1, 1])["input_word_ids"])
+
+
+def test_per_element_seeds_in_parallel_dataset(packed):
+    tok, packed_out, _ = packed
+    masker = MaskedLMMasker(tok.get_vocabulary(), seed=0)
+    ds = tf.data.Dataset.from_tensor_slices({k: v[:64] for k, v in packed_out.items()}).batch(8)
+
+    def run():
+        mapped = ds.enumerate().map(
+            lambda i, x: masker(x, seed=tf.stack([i, tf.constant(0, tf.int64)])),
+            num_parallel_calls=4, deterministic=False,
+        )
+        return sorted(tuple(b["masked_lm_positions"].numpy().ravel()) for b in mapped)
+
+    assert run() == run()

@@ -1,0 +1,133 @@
+"""BertPreprocessor: in tf.data, in a Keras model with string inputs, saved and loaded."""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.text import BertPreprocessor, BertTokenizer
+
+
+@pytest.fixture(scope="module")
+def preprocessor(minilm_vocab):
+    return BertPreprocessor(BertTokenizer(minilm_vocab), seq_length=32)
+
+
+def test_matches_google_features(preprocessor, google_tokenizers):
+    """Same input_ids/segment_ids/input_mask as run_classifier.convert_single_example."""
+    ref = google_tokenizers[True]
+    a, b = "The Quick brown fox, naïvely!", "Jumps over the lazy dog…"
+    ta, tb = ref.tokenize(a), ref.tokenize(b)
+    tokens = ["[CLS]"] + ta + ["[SEP]"] + tb + ["[SEP]"]
+    ids = ref.convert_tokens_to_ids(tokens)
+    types = [0] * (len(ta) + 2) + [1] * (len(tb) + 1)
+    out = preprocessor(([a], [b]))
+    n = len(ids)
+    assert out["input_word_ids"].numpy()[0].tolist() == ids + [0] * (32 - n)
+    assert out["input_type_ids"].numpy()[0].tolist() == types + [0] * (32 - n)
+    assert out["input_mask"].numpy()[0].tolist() == [1] * n + [0] * (32 - n)
+
+
+def test_dataset_map_parallel(preprocessor, wiki_lines):
+    lines = wiki_lines[:300]
+    labels = np.arange(300) % 2
+    ds = tf.data.Dataset.from_tensor_slices((lines, labels)).batch(32)
+    ds = ds.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+    x, y = next(iter(ds))
+    assert set(x) == {"input_word_ids", "input_mask", "input_type_ids"}
+    assert x["input_word_ids"].shape == (32, 32) and y.numpy().tolist() == labels[:32].tolist()
+    got = np.concatenate([x["input_word_ids"].numpy() for x, _ in ds])
+    np.testing.assert_array_equal(got, preprocessor(lines)["input_word_ids"])
+    # sentence pairs, unbatched elements
+    pairs = tf.data.Dataset.from_tensor_slices(((lines[:10], lines[10:20]), labels[:10]))
+    x, y = next(iter(pairs.map(preprocessor, num_parallel_calls=2)))
+    assert x["input_word_ids"].shape == (32,)
+    assert (x["input_type_ids"].numpy() == 1).any()
+
+
+def _string_model(preprocessor, pairs):
+    inputs = [keras.Input(shape=(), dtype="string") for _ in range(2 if pairs else 1)]
+    features = preprocessor(tuple(inputs) if pairs else inputs[0])
+    # a tiny trainable head over the ids, so the saved model is a real model
+    emb = keras.layers.Embedding(30522, 4)(features["input_word_ids"])
+    pooled = keras.layers.GlobalAveragePooling1D()(emb, mask=features["input_mask"] > 0)
+    outputs = dict(features, logits=keras.layers.Dense(2)(pooled))
+    return keras.Model(inputs, outputs)
+
+
+@pytest.mark.parametrize("pairs", [False, True], ids=["single", "pairs"])
+def test_keras_model_with_string_input_saves_and_loads(preprocessor, tmp_path, wiki_lines, pairs):
+    model = _string_model(preprocessor, pairs)
+    x = [tf.constant(wiki_lines[:16])] + ([tf.constant(wiki_lines[16:32])] if pairs else [])
+    before = model(x if pairs else x[0])
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    after = loaded(x if pairs else x[0])
+    for key in before:
+        np.testing.assert_array_equal(before[key], after[key])
+    assert loaded.predict(x if pairs else x[0], verbose=0)["input_word_ids"].shape == (16, 32)
+
+
+def test_bad_inputs(preprocessor):
+    out = preprocessor(["", "   ", "\x00\x01", b"\xff\xfe", "word " * 5000])
+    ids = out["input_word_ids"].numpy()
+    for row in range(4):  # nothing but [CLS] [SEP]
+        assert ids[row].tolist()[:3] == [101, 102, 0]
+    assert out["input_mask"].numpy()[4].sum() == 32 and ids[4, -1] == 102  # truncated
+    empty = preprocessor(tf.constant([], tf.string))
+    assert empty["input_word_ids"].shape == (0, 32)
+    assert preprocessor([])["input_word_ids"].shape == (0, 32)
+    single = preprocessor("hello world")
+    assert single["input_word_ids"].shape == (32,)
+    assert preprocessor(["a b"], seq_length=8)["input_word_ids"].shape == (1, 8)
+
+
+def test_config_round_trip(preprocessor):
+    clone = BertPreprocessor.from_config(preprocessor.get_config())
+    assert clone.get_config() == preprocessor.get_config()
+    lines = ["Hello there!", "Some other text."]
+    np.testing.assert_array_equal(clone(lines)["input_word_ids"],
+                                  preprocessor(lines)["input_word_ids"])
+
+
+def test_from_preset():
+    pre = BertPreprocessor.from_preset("minilm_l6", seq_length=16)
+    assert pre(["hello"])["input_word_ids"].numpy()[0, :3].tolist() == [101, 7592, 102]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        BertPreprocessor.from_preset("minilm_l6", do_lower_case=False)
+    assert any("do_lower_case" in str(w.message) for w in caught)
+
+
+def test_from_preset_contract(monkeypatch, minilm_vocab):
+    import sys
+    import types
+
+    import keras_bert
+
+    class Loaded:
+        vocab_path = minilm_vocab
+        do_lower_case = True
+
+    stub = types.ModuleType("keras_bert.presets")
+    stub.load_preset = lambda name: Loaded()
+    monkeypatch.setitem(sys.modules, "keras_bert.presets", stub)
+    monkeypatch.setattr(keras_bert, "presets", stub, raising=False)
+    pre = BertPreprocessor.from_preset("anything", seq_length=16, truncator="waterfall")
+    assert pre.seq_length == 16 and pre.truncator == "waterfall"
+    assert pre(["Hello"])["input_word_ids"].numpy()[0, :3].tolist() == [101, 7592, 102]
+
+
+def test_saved_model_export_keeps_tokenization_in_graph(preprocessor, tmp_path):
+    """The string -> ids graph survives `model.export` (TF SavedModel, as TF Serving loads)."""
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, preprocessor(inputs))
+    model.export(str(tmp_path / "export"), format="tf_saved_model", verbose=False)
+    loaded = tf.saved_model.load(str(tmp_path / "export"))
+    x = tf.constant(["Hello world, naïve café!", "", b"bad \xff bytes"])
+    served, direct = loaded.serve(x), model(x)
+    for key in direct:
+        np.testing.assert_array_equal(served[key], direct[key])
