@@ -1,16 +1,21 @@
 """keras_bert: BERT on TensorFlow and Keras 3."""
 
 from keras_bert import backend as _backend  # noqa: F401  (selects the TensorFlow backend first)
+from keras_bert import checkpoints, presets  # `keras_bert.presets()` lists the presets
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder
-from keras_bert import checkpoints, presets  # noqa: E402  (`keras_bert.presets()` lists presets)
 from keras_bert.presets import list_presets, load_preset
+from keras_bert.text import BertPackInputs, BertPreprocessor, BertTokenizer, MaskedLMMasker
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BertConfig",
     "BertEncoder",
+    "BertPackInputs",
+    "BertPreprocessor",
+    "BertTokenizer",
+    "MaskedLMMasker",
     "__version__",
     "checkpoints",
     "list_presets",
