@@ -64,8 +64,9 @@ def main(argv):
     preprocessor = keras_bert.BertPreprocessor.from_preset(PRESET.value)
     encoder = keras_bert.BertEncoder.from_preset(PRESET.value)
 
-    inputs = preprocessor(sentences)
-    outputs = encoder(inputs)
+    with keras_bert.backend.quiet_native_stderr():  # TF's one-off oneDNN notices
+        inputs = preprocessor(sentences)
+        outputs = encoder(inputs)
     embeddings = mean_pool(outputs["sequence_output"], inputs["input_mask"])
 
     print(

@@ -19,6 +19,7 @@ _IMPORT_NOISE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\) is called"
     r"|^[IW]\d{4} [\d:.]+\s+\d+ (port\.cc|cudart_stub\.cc|cpu_feature_guard\.cc|cuda_\w+\.cc)"
     r"|^E\d{4} [\d:.]+\s+\d+ cuda_platform\.cc:\d+\] failed call to cuInit"
+    r"|^E\d{4} [\d:.]+\s+\d+ util\.cc:\d+\] oneDNN supports DT_INT64 only"
     r"|^To enable the following instructions:|rebuild TensorFlow with the appropriate compiler"
 )
 
@@ -28,8 +29,9 @@ class BackendError(ImportError):
 
 
 @contextlib.contextmanager
-def _quiet_native_stderr():
-    """Holds back the C++ start-up notices printed while TensorFlow loads; replays the rest."""
+def quiet_native_stderr():
+    """Holds back TensorFlow's known C++ notices written to stderr inside the block (start-up,
+    oneDNN fallbacks); replays every other line when the block ends. For tools and demos."""
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):  # stderr replaced (e.g. captured): no fd.
@@ -54,7 +56,7 @@ def _quiet_native_stderr():
 def _load_tensorflow():
     if "tensorflow" in sys.modules or os.environ.get("KERAS_BERT_VERBOSE_IMPORT"):
         return
-    with _quiet_native_stderr():
+    with quiet_native_stderr():
         import tensorflow as tf
 
         tf.config.list_logical_devices("CPU")  # Creates the CPU device: its notices now.
