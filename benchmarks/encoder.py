@@ -10,11 +10,15 @@ The last line printed is one JSON object with every figure.
         --precisions=fp32,mixed_bfloat16 --xla=on,off --peers=keras_hub,hf_torch
 """
 
+import contextlib
 import os
 
+# Before TensorFlow is imported: keep its C++ logging out of the table.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # the default on x86; said so, TF stays quiet
 
 import json  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 from absl import app, flags  # noqa: E402
@@ -22,9 +26,10 @@ from absl import app, flags  # noqa: E402
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
-flags.DEFINE_integer("steps", 3, "Forward passes per timed round.")
-flags.DEFINE_integer("warmup", 2, "Untimed forward passes before timing (after tracing).")
-flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds per model; the best one counts.")
+flags.DEFINE_integer("steps", 2, "Forward passes per timed round.")
+flags.DEFINE_integer("warmup", 1, "Untimed forward passes before timing (after tracing).")
+flags.DEFINE_integer("rounds", 5, "Interleaved timed rounds per model; the best one counts "
+                     "(other processes can only slow a round down, so the best is the fairest).")
 flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16, mixed_float16.")
 flags.DEFINE_list("xla", ["on", "off"], "jit_compile settings to run: on, off.")
 flags.DEFINE_list("peers", ["keras_hub"], "Peers to measure: keras_hub, hf_torch, torch_compile.")
@@ -34,6 +39,22 @@ flags.DEFINE_integer("threads", 0, "Intra-op threads for TF and torch; 0 = their
 _BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
              intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
 _POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silences file descriptor 2 (C++ start-up chatter of TF/XLA that ignores
+    TF_CPP_MIN_LOG_LEVEL); Python exceptions still propagate and are printed afterwards."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _inputs(batch_size, seq_length):
@@ -122,9 +143,11 @@ def _torch_runners(precision, peers, ids, mask, types):
         runners.append(("hf_torch", "eager", make(model)))
     if "torch_compile" in peers:
         try:
-            with torch.no_grad():
-                frozen = torch.compile(model)
-                torch._inductor.config.freezing = True
+            import torch._inductor.config as inductor_config
+
+            inductor_config.freezing = True  # weights become constants: inference only
+            frozen = torch.compile(model)
+            with torch.inference_mode():
                 frozen(**feed)
             runners.append(("torch_compile", "inductor", make(frozen)))
         except Exception as e:  # noqa: BLE001  (a peer that cannot run is reported, not fatal)
@@ -146,8 +169,10 @@ def _measure(runners, tokens):
         for _ in range(FLAGS.warmup + 1):  # + 1: tracing / compilation
             _block(run())
     best = [0.0] * len(runners)
+    order = list(enumerate(runners))
     for _ in range(FLAGS.rounds):
-        for i, (_, _, run) in enumerate(runners):
+        order.reverse()  # alternate who goes first
+        for i, (_, _, run) in order:
             start = time.perf_counter()
             for _ in range(FLAGS.steps):
                 _block(run())
@@ -157,7 +182,12 @@ def _measure(runners, tokens):
 
 def main(argv):
     del argv
-    import tensorflow as tf
+    with _quiet_stderr():
+        import tensorflow as tf
+
+        import keras_bert  # noqa: F401
+        if {"hf_torch", "torch_compile"} & set(FLAGS.peers):
+            import torch  # noqa: F401
 
     if FLAGS.threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
@@ -203,8 +233,12 @@ def main(argv):
                               "ratio_best": round(ours / hub, 3) if ours and hub else None}
         print(f"{precision}: ours best {ours:,.0f} tok/s"
               + (f", keras-hub best {hub:,.0f} tok/s, ratio {ours / hub:.3f}" if hub else ""))
+    load = os.getloadavg()[0]
+    print(f"machine: {os.cpu_count()} CPUs, 1-min load average {load:.1f} at the end "
+          "(other processes slow every figure; compare ratios within one run)")
     print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
-                      "num_layers": FLAGS.num_layers, "results": results, "best": summary}))
+                      "num_layers": FLAGS.num_layers, "cpus": os.cpu_count(),
+                      "load_average": round(load, 2), "results": results, "best": summary}))
 
 
 if __name__ == "__main__":
