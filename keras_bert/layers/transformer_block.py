@@ -19,8 +19,17 @@ class TransformerBlock(keras.layers.Layer):
 
     Call it on ``(hidden_states, input_mask)``: ``hidden_states`` is
     ``[batch, seq, hidden_size]``, ``input_mask`` is ``[batch, seq]`` with 1 for real tokens
-    and 0 for padding. Padding positions receive no attention. Softmax is computed in float32
-    under mixed precision, and Keras' LayerNorm computes in float32 too.
+    and 0 for padding. Padding positions receive no attention. Under mixed precision the
+    matmuls run in the compute dtype (bfloat16 or float16) while softmax, the residual sums
+    and LayerNorm stay in float32; the output has the compute dtype.
+
+    For speed the block does not call its Dense/LayerNormalization sublayers (they only hold
+    the weights, so names and ``canonical_variables()`` are unchanged): query, key and value
+    come from one matmul over a concatenated ``[hidden, 3 * hidden]`` kernel, every
+    projection is a 2-D ``MatMul`` + ``BiasAdd`` over all ``batch * seq`` tokens (which lets
+    TensorFlow's oneDNN rewrite fuse the GELU into the intermediate matmul), and the
+    ``1 / sqrt(head_size)`` query scaling is folded into the query kernel. The numbers are
+    those of the plain formulation to float32 round-off.
 
     Example:
 
@@ -153,15 +162,17 @@ class TransformerBlock(keras.layers.Layer):
         attention = self._projection(context, self.attention_output)
         attention = self.attention_output_dropout(attention, training=training)
         # Residual sums and LayerNorm in float32; [batch * seq, hidden].
-        x = layer_norm_float32(tf.cast(x, tf.float32) + tf.cast(attention, tf.float32),
-                             self.attention_layer_norm)
+        x = layer_norm_float32(
+            tf.cast(x, tf.float32) + tf.cast(attention, tf.float32), self.attention_layer_norm
+        )
         x = tf.cast(x, self.compute_dtype)
         hidden = self._projection(x, self.intermediate)  # [batch * seq, intermediate]
         if self._activation is not None:
             hidden = self._activation(hidden)
         ffn = self.output_dropout(self._projection(hidden, self.output_dense), training=training)
-        y = layer_norm_float32(tf.cast(x, tf.float32) + tf.cast(ffn, tf.float32),
-                             self.output_layer_norm)
+        y = layer_norm_float32(
+            tf.cast(x, tf.float32) + tf.cast(ffn, tf.float32), self.output_layer_norm
+        )
         y = tf.cast(y, self.compute_dtype)
         return tf.reshape(y, [batch, seq, self.hidden_size])
 
