@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.normalization import layer_norm_float32
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertEmbeddings(keras.layers.Layer):
@@ -41,6 +43,9 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         self.dropout_rate = dropout
+        # Like keras.layers.Embedding: gather float32 rows instead of casting whole tables to
+        # the compute dtype under mixed precision; the sum and LayerNorm stay in float32.
+        self.autocast = False
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
         )
@@ -72,7 +77,7 @@ class BertEmbeddings(keras.layers.Layer):
         types = tf.gather(self.token_type_embeddings, input_type_ids)
         positions = self.position_embeddings[:seq_length]  # [seq, hidden]
         x = words + types + positions[tf.newaxis]
-        x = self.layer_norm(x)
+        x = tf.cast(layer_norm_float32(x, self.layer_norm), self.compute_dtype)
         return self.dropout(x, training=training)
 
     def _checked_seq_length(self, input_word_ids):

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers import activations
+from keras_bert.layers.normalization import layer_norm_float32
 
 # Added to attention scores of padding positions, as in Google's modeling.py.
 _MASK_BIAS = -10000.0
@@ -18,8 +19,17 @@ class TransformerBlock(keras.layers.Layer):
 
     Call it on ``(hidden_states, input_mask)``: ``hidden_states`` is
     ``[batch, seq, hidden_size]``, ``input_mask`` is ``[batch, seq]`` with 1 for real tokens
-    and 0 for padding. Padding positions receive no attention. Softmax is computed in float32
-    under mixed precision, and Keras' LayerNorm computes in float32 too.
+    and 0 for padding. Padding positions receive no attention. Under mixed precision the
+    matmuls run in the compute dtype (bfloat16 or float16) while softmax, the residual sums
+    and LayerNorm stay in float32; the output has the compute dtype.
+
+    For speed the block does not call its Dense/LayerNormalization sublayers (they only hold
+    the weights, so names and ``canonical_variables()`` are unchanged): query, key and value
+    come from one matmul over a concatenated ``[hidden, 3 * hidden]`` kernel, every
+    projection is a 2-D ``MatMul`` + ``BiasAdd`` over all ``batch * seq`` tokens (which lets
+    TensorFlow's oneDNN rewrite fuse the GELU into the intermediate matmul), and the
+    ``1 / sqrt(head_size)`` query scaling is folded into the query kernel. The numbers are
+    those of the plain formulation to float32 round-off.
 
     Example:
 
@@ -79,9 +89,9 @@ class TransformerBlock(keras.layers.Layer):
         self.value = dense(hidden_size, "value")
         self.attention_output = dense(hidden_size, "attention_output")
         self.attention_layer_norm = layer_norm("attention_layer_norm")
-        self.intermediate = dense(
-            intermediate_size, "intermediate", activation=activations.get(hidden_act)
-        )
+        # The activation is applied in call(); the Dense layer only holds the weights.
+        self._activation = activations.get(hidden_act)
+        self.intermediate = dense(intermediate_size, "intermediate")
         self.output_dense = dense(hidden_size, "output")
         self.output_layer_norm = layer_norm("output_layer_norm")
         self.attention_probs_dropout = keras.layers.Dropout(
@@ -103,35 +113,68 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         super().build(input_shape)
 
-    def _split_heads(self, x, batch, seq):
-        # [batch, seq, hidden] -> [batch, heads, seq, head_size]
-        x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
-        return tf.transpose(x, [0, 2, 1, 3])
+    # The forward pass below uses the sublayers' variables directly instead of calling the
+    # sublayers: it runs every projection as one 2-D matmul over all tokens, computes query,
+    # key and value with a single matmul, and keeps LayerNorm and softmax in float32. The math
+    # is exactly that of the layers it replaces (tests/layers compare it to a plain version).
 
-    def _self_attention(self, x, input_mask, training):
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        # Scaling the queries first is the same product as scaling the scores, on fewer numbers.
-        q = self._split_heads(self.query(x), batch, seq) * (1.0 / math.sqrt(self.head_size))
-        k = self._split_heads(self.key(x), batch, seq)
-        v = self._split_heads(self.value(x), batch, seq)
+    def _weight(self, variable):
+        """A variable's value in the compute dtype (bfloat16/float16 under mixed precision)."""
+        return tf.cast(variable, self.compute_dtype)
+
+    def _projection(self, x, dense):
+        # [tokens, in] -> [tokens, out]
+        return tf.nn.bias_add(tf.matmul(x, self._weight(dense.kernel)), self._weight(dense.bias))
+
+    def _qkv_weights(self):
+        """Query, key and value kernels side by side, ``[hidden, 3 * hidden]``, with the
+        query's ``1 / sqrt(head_size)`` folded in (exact when head_size is a power of 4)."""
+        scale = 1.0 / math.sqrt(self.head_size)
+        kernel = tf.concat(
+            [self.query.kernel * scale, self.key.kernel, self.value.kernel], axis=1
+        )
+        bias = tf.concat([self.query.bias * scale, self.key.bias, self.value.bias], axis=0)
+        return self._weight(kernel), self._weight(bias)
+
+    def _self_attention(self, x, input_mask, batch, seq, training):
+        # x: [batch * seq, hidden] -> context [batch * seq, hidden]
+        kernel, bias = self._qkv_weights()
+        qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)  # [batch * seq, 3 * hidden]
+        # -> [3, batch, heads, seq, head_size]
+        qkv = tf.reshape(qkv, [batch, seq, 3, self.num_attention_heads, self.head_size])
+        qkv = tf.transpose(qkv, [2, 0, 3, 1, 4])
+        q, k, v = qkv[0], qkv[1], qkv[2]
         scores = tf.matmul(q, k, transpose_b=True)  # [batch, heads, seq, seq]
         # input_mask [batch, seq] -> additive bias [batch, 1, 1, seq], in float32.
-        bias = (1.0 - tf.cast(input_mask, tf.float32)) * _MASK_BIAS
-        scores = tf.cast(scores, tf.float32) + bias[:, tf.newaxis, tf.newaxis, :]
-        probs = tf.nn.softmax(scores, axis=-1)
-        probs = self.attention_probs_dropout(tf.cast(probs, x.dtype), training=training)
+        mask_bias = (1.0 - tf.cast(input_mask, tf.float32)) * _MASK_BIAS
+        scores = tf.cast(scores, tf.float32) + mask_bias[:, tf.newaxis, tf.newaxis, :]
+        probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.attention_probs_dropout(probs, training=training)
         context = tf.matmul(probs, v)  # [batch, heads, seq, head_size]
-        context = tf.transpose(context, [0, 2, 1, 3])
-        return tf.reshape(context, [batch, seq, self.hidden_size])
+        context = tf.transpose(context, [0, 2, 1, 3])  # [batch, seq, heads, head_size]
+        return tf.reshape(context, [batch * seq, self.hidden_size])
 
     def call(self, inputs, training=None):
         x, input_mask = inputs
-        attention = self.attention_output(self._self_attention(x, input_mask, training))
+        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+        x = tf.reshape(tf.cast(x, self.compute_dtype), [batch * seq, self.hidden_size])
+        context = self._self_attention(x, input_mask, batch, seq, training)
+        attention = self._projection(context, self.attention_output)
         attention = self.attention_output_dropout(attention, training=training)
-        x = self.attention_layer_norm(x + attention)
-        ffn = self.output_dense(self.intermediate(x))
-        ffn = self.output_dropout(ffn, training=training)
-        return self.output_layer_norm(x + ffn)
+        # Residual sums and LayerNorm in float32; [batch * seq, hidden].
+        x = layer_norm_float32(
+            tf.cast(x, tf.float32) + tf.cast(attention, tf.float32), self.attention_layer_norm
+        )
+        x = tf.cast(x, self.compute_dtype)
+        hidden = self._projection(x, self.intermediate)  # [batch * seq, intermediate]
+        if self._activation is not None:
+            hidden = self._activation(hidden)
+        ffn = self.output_dropout(self._projection(hidden, self.output_dense), training=training)
+        y = layer_norm_float32(
+            tf.cast(x, tf.float32) + tf.cast(ffn, tf.float32), self.output_layer_norm
+        )
+        y = tf.cast(y, self.compute_dtype)
+        return tf.reshape(y, [batch, seq, self.hidden_size])
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[0])

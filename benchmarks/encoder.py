@@ -1,0 +1,245 @@
+"""Forward-pass throughput of `BertEncoder` beside keras-hub (and Hugging Face torch).
+
+Builds a BERT-base sized encoder (L12/H768/A12/I3072, vocab 30522, random weights) and the
+same-sized `keras_hub.models.BertBackbone`, runs both on the same random batch in inference
+mode under the same ``tf.function`` (XLA on or off), interleaving their timed rounds so that
+a noisy machine hurts both alike, and prints tokens per second and the ratio ours/keras-hub.
+The last line printed is one JSON object with every figure.
+
+    python benchmarks/encoder.py --batch_size=32 --seq_length=128 \
+        --precisions=fp32,mixed_bfloat16 --xla=on,off --peers=keras_hub,hf_torch
+"""
+
+import contextlib
+import os
+
+# Before TensorFlow is imported: keep its C++ logging out of the table.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # the default on x86; said so, TF stays quiet
+
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
+flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
+flags.DEFINE_integer("steps", 2, "Forward passes per timed round.")
+flags.DEFINE_integer("warmup", 1, "Untimed forward passes before timing (after tracing).")
+flags.DEFINE_integer("rounds", 5, "Interleaved timed rounds per model; the best one counts "
+                     "(other processes can only slow a round down, so the best is the fairest).")
+flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16, mixed_float16.")
+flags.DEFINE_list("xla", ["on", "off"], "jit_compile settings to run: on, off.")
+flags.DEFINE_list("peers", ["keras_hub"], "Peers to measure: keras_hub, hf_torch, torch_compile.")
+flags.DEFINE_integer("num_layers", 12, "Transformer blocks (12 = BERT-base).")
+flags.DEFINE_integer("threads", 0, "Intra-op threads for TF and torch; 0 = their default.")
+
+_BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+             intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
+_POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silences file descriptor 2 (C++ start-up chatter of TF/XLA that ignores
+    TF_CPP_MIN_LOG_LEVEL); Python exceptions still propagate and are printed afterwards."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _inputs(batch_size, seq_length):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, _BASE["vocab_size"], size=(batch_size, seq_length), dtype="int32")
+    mask = np.ones_like(ids)
+    types = np.zeros_like(ids)
+    types[:, seq_length // 2:] = 1
+    return ids, mask, types
+
+
+def _tf_runners(precision, xla_modes, peers, ids, mask, types):
+    """(name, xla, callable) for our encoder and the keras-hub backbone under one policy."""
+    import keras
+    import tensorflow as tf
+
+    from keras_bert import BertConfig, BertEncoder
+
+    policy = _POLICY[precision]
+    keras.config.set_dtype_policy(policy)
+    config = BertConfig(**dict(_BASE, num_hidden_layers=FLAGS.num_layers))
+    ours = BertEncoder(config, dtype=policy)
+    ours_inputs = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(mask),
+                   "input_type_ids": tf.constant(types)}
+    runners = []
+    for xla in xla_modes:
+        @tf.function(jit_compile=xla, reduce_retracing=True)
+        def ours_fn(inputs):
+            out = ours(inputs, training=False)
+            return {"sequence_output": out["sequence_output"],
+                    "pooled_output": out["pooled_output"]}
+
+        runners.append(("keras_bert", xla, lambda f=ours_fn: f(ours_inputs)))
+    if "keras_hub" in peers:
+        import keras_hub
+
+        hub = keras_hub.models.BertBackbone(
+            vocabulary_size=_BASE["vocab_size"], num_layers=FLAGS.num_layers,
+            num_heads=_BASE["num_attention_heads"], hidden_dim=_BASE["hidden_size"],
+            intermediate_dim=_BASE["intermediate_size"],
+            max_sequence_length=_BASE["max_position_embeddings"], dtype=policy)
+        hub_inputs = {"token_ids": tf.constant(ids), "segment_ids": tf.constant(types),
+                      "padding_mask": tf.constant(mask)}
+        for xla in xla_modes:
+            # The same treatment as ours: one tf.function, inference mode, both outputs.
+            @tf.function(jit_compile=xla, reduce_retracing=True)
+            def hub_fn(inputs):
+                out = hub(inputs, training=False)
+                return {"sequence_output": out["sequence_output"],
+                        "pooled_output": out["pooled_output"]}
+
+            runners.append(("keras_hub", xla, lambda f=hub_fn: f(hub_inputs)))
+    keras.config.set_dtype_policy("float32")
+    return runners
+
+
+def _torch_runners(precision, peers, ids, mask, types):
+    import torch
+    import transformers
+
+    if precision == "mixed_float16":
+        return []
+    if FLAGS.threads:
+        torch.set_num_threads(FLAGS.threads)
+    config = transformers.BertConfig(
+        vocab_size=_BASE["vocab_size"], hidden_size=768, num_hidden_layers=FLAGS.num_layers,
+        num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
+        attn_implementation="sdpa")
+    model = transformers.BertModel(config).eval()
+    if precision == "mixed_bfloat16":
+        model = model.to(torch.bfloat16)
+    feed = {"input_ids": torch.from_numpy(ids).long(),
+            "attention_mask": torch.from_numpy(mask).long(),
+            "token_type_ids": torch.from_numpy(types).long()}
+    runners = []
+
+    def make(m):
+        def run():
+            with torch.inference_mode():
+                return m(**feed).last_hidden_state
+        return run
+
+    if "hf_torch" in peers:
+        runners.append(("hf_torch", "eager", make(model)))
+    if "torch_compile" in peers:
+        try:
+            import torch._inductor.config as inductor_config
+
+            inductor_config.freezing = True  # weights become constants: inference only
+            frozen = torch.compile(model)
+            with torch.inference_mode():
+                frozen(**feed)
+            runners.append(("torch_compile", "inductor", make(frozen)))
+        except Exception as e:  # noqa: BLE001  (a peer that cannot run is reported, not fatal)
+            print(f"torch.compile unavailable here: {type(e).__name__}: {str(e)[:200]}")
+    return runners
+
+
+def _block(out):
+    """Waits for a TF or torch result to be ready."""
+    if isinstance(out, dict):
+        out = next(iter(out.values()))
+    if hasattr(out, "numpy"):
+        out.numpy() if not hasattr(out, "detach") else out.float().sum().item()
+
+
+def _measure(runners, tokens):
+    """Best tok/s of each runner over interleaved rounds."""
+    for _, _, run in runners:
+        for _ in range(FLAGS.warmup + 1):  # + 1: tracing / compilation
+            _block(run())
+    best = [0.0] * len(runners)
+    order = list(enumerate(runners))
+    for _ in range(FLAGS.rounds):
+        order.reverse()  # alternate who goes first
+        for i, (_, _, run) in order:
+            start = time.perf_counter()
+            for _ in range(FLAGS.steps):
+                _block(run())
+            best[i] = max(best[i], tokens * FLAGS.steps / (time.perf_counter() - start))
+    return best
+
+
+def main(argv):
+    del argv
+    with _quiet_stderr():
+        import tensorflow as tf
+
+        import keras_bert  # noqa: F401
+        if {"hf_torch", "torch_compile"} & set(FLAGS.peers):
+            import torch  # noqa: F401
+
+    if FLAGS.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    xla_modes = [{"on": True, "off": False}[x] for x in FLAGS.xla]
+    ids, mask, types = _inputs(FLAGS.batch_size, FLAGS.seq_length)
+    tokens = FLAGS.batch_size * FLAGS.seq_length
+    results = []
+    for precision in FLAGS.precisions:
+        runners = _tf_runners(precision, xla_modes, FLAGS.peers, ids, mask, types)
+        if {"hf_torch", "torch_compile"} & set(FLAGS.peers):
+            runners += _torch_runners(precision, FLAGS.peers, ids, mask, types)
+        for (name, xla, _), tok_s in zip(runners, _measure(runners, tokens)):
+            mode = {True: "on", False: "off"}.get(xla, xla)
+            results.append({"model": name, "precision": precision, "xla": mode,
+                            "tokens_per_s": round(tok_s, 1)})
+
+    def find(model, precision, xla):
+        for r in results:
+            if (r["model"], r["precision"], r["xla"]) == (model, precision, xla):
+                return r["tokens_per_s"]
+        return None
+
+    print(f"\nBERT-base forward pass, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
+          f"{FLAGS.num_layers} layers, best of {FLAGS.rounds} rounds x {FLAGS.steps} steps")
+    header = f"{'model':<14}{'precision':<16}{'xla':<10}{'tok/s':>10}{'ours/keras_hub':>16}"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        hub = find("keras_hub", r["precision"], r["xla"])
+        ours = find("keras_bert", r["precision"], r["xla"])
+        r["ratio_vs_keras_hub"] = (round(ours / hub, 3)
+                                   if r["model"] == "keras_bert" and hub else None)
+        ratio = f"{r['ratio_vs_keras_hub']:.3f}" if r["ratio_vs_keras_hub"] else ""
+        print(f"{r['model']:<14}{r['precision']:<16}{r['xla']:<10}"
+              f"{r['tokens_per_s']:>10,.0f}{ratio:>16}")
+    summary = {}
+    for precision in FLAGS.precisions:
+        ours = max((r["tokens_per_s"] for r in results
+                    if r["model"] == "keras_bert" and r["precision"] == precision), default=None)
+        hub = max((r["tokens_per_s"] for r in results
+                   if r["model"] == "keras_hub" and r["precision"] == precision), default=None)
+        summary[precision] = {"ours_best": ours, "keras_hub_best": hub,
+                              "ratio_best": round(ours / hub, 3) if ours and hub else None}
+        print(f"{precision}: ours best {ours:,.0f} tok/s"
+              + (f", keras-hub best {hub:,.0f} tok/s, ratio {ours / hub:.3f}" if hub else ""))
+    load = os.getloadavg()[0]
+    print(f"machine: {os.cpu_count()} CPUs, 1-min load average {load:.1f} at the end "
+          "(other processes slow every figure; compare ratios within one run)")
+    print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+                      "num_layers": FLAGS.num_layers, "cpus": os.cpu_count(),
+                      "load_average": round(load, 2), "results": results, "best": summary}))
+
+
+if __name__ == "__main__":
+    app.run(main)
