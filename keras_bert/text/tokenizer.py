@@ -5,7 +5,7 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_bert.text import normalization
+from keras_bert.text import normalization, preset_source
 from keras_bert.text import vocab as vocab_lib
 
 
@@ -169,9 +169,7 @@ class BertTokenizer(keras.layers.Layer):
         `do_lower_case` defaults to the preset's casing; giving a different one warns, since
         the ids then no longer match what the model was trained on.
         """
-        from keras_bert import presets
-
-        loaded = presets.load_preset(preset)
+        loaded = preset_source.load(preset)
         preset_lower = bool(loaded.do_lower_case)
         if do_lower_case is None:
             do_lower_case = preset_lower

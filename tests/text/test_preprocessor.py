@@ -102,23 +102,20 @@ def test_from_preset():
     assert any("do_lower_case" in str(w.message) for w in caught)
 
 
-def test_from_preset_contract(monkeypatch, minilm_vocab):
-    import sys
-    import types
-
+def test_from_preset_of_a_saved_cased_preset(tmp_path):
+    """A preset directory's own casing and vocabulary configure the preprocessor."""
     import keras_bert
 
-    class Loaded:
-        vocab_path = minilm_vocab
-        do_lower_case = True
-
-    stub = types.ModuleType("keras_bert.presets")
-    stub.load_preset = lambda name: Loaded()
-    monkeypatch.setitem(sys.modules, "keras_bert.presets", stub)
-    monkeypatch.setattr(keras_bert, "presets", stub, raising=False)
-    pre = BertPreprocessor.from_preset("anything", seq_length=16, truncator="waterfall")
+    encoder = keras_bert.BertEncoder.from_preset("minilm_l6", load_weights=False)
+    encoder.do_lower_case = False  # a cased copy, as a user's own saved model would be
+    encoder.save_to_preset(tmp_path / "cased")
+    pre = BertPreprocessor.from_preset(str(tmp_path / "cased"), seq_length=16,
+                                       truncator="waterfall")
     assert pre.seq_length == 16 and pre.truncator == "waterfall"
-    assert pre(["Hello"])["input_word_ids"].numpy()[0, :3].tolist() == [101, 7592, 102]
+    assert pre.tokenizer.do_lower_case is False
+    # Cased: "Hello" is not the uncased vocabulary's "hello" (7592).
+    ids = pre(["Hello"])["input_word_ids"].numpy()[0]
+    assert ids[0] == 101 and 7592 not in ids.tolist()
 
 
 def test_saved_model_export_keeps_tokenization_in_graph(preprocessor, tmp_path):

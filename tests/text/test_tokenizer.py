@@ -169,29 +169,6 @@ def test_from_preset_uses_the_preset(minilm_vocab):
     assert tok(["Hello"]).to_list() == BertTokenizer(minilm_vocab)(["Hello"]).to_list()
 
 
-def test_from_preset_contract(monkeypatch, minilm_vocab):
-    """from_preset reads exactly `.vocab_path` and `.do_lower_case` of `load_preset(name)`."""
-    import sys
-    import types
-
-    import keras_bert
-
-    class Loaded:
-        vocab_path = minilm_vocab
-        do_lower_case = False
-
-    stub = types.ModuleType("keras_bert.presets")
-    stub.load_preset = lambda name: Loaded()
-    monkeypatch.setitem(sys.modules, "keras_bert.presets", stub)
-    monkeypatch.setattr(keras_bert, "presets", stub, raising=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        tok = BertTokenizer.from_preset("anything")
-    assert tok.do_lower_case is False and tok.vocabulary_size == 30522
-    with pytest.warns(UserWarning, match="do_lower_case"):
-        BertTokenizer.from_preset("anything", do_lower_case=True)
-
-
 def _check_corpora(corpora, vocab, google, hf, lower):
     for name, lines in corpora.items():
         ours = _ours(vocab, lower, lines)
