@@ -18,7 +18,9 @@ jobs, so absolute figures move by tens of percent between runs: read the ratios)
     mixed_bfloat16  off          716        694  1.031        800            840
     mixed_bfloat16  on         1,004        950  1.056
 
-Best of each: fp32 1.10x keras-hub, mixed_bfloat16 1.06x. On this CPU bfloat16 matmuls are
+Best of each: fp32 1.10x keras-hub, mixed_bfloat16 1.06x. A second run on a quieter machine:
+fp32 off 1,314 vs keras-hub 1,080 (1.22x; torch 1,159, torch.compile 1,288), mixed_bfloat16
+XLA 1,013 vs 950 (1.07x); run-to-run spread is about +-10%. On this CPU bfloat16 matmuls are
 no faster than float32 ones (TF's oneDNN bf16 MatMul reaches ~60% of its fp32 speed, XLA's
 ~80%; torch's bf16 is slower too), so mixed_bfloat16 does not pay off here for inference;
 fp32 is fastest without XLA (oneDNN MatMul beats XLA's CPU dot), mixed_bfloat16 with XLA.
