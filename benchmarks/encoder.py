@@ -7,7 +7,23 @@ a noisy machine hurts both alike, and prints tokens per second and the ratio our
 The last line printed is one JSON object with every figure.
 
     python benchmarks/encoder.py --batch_size=32 --seq_length=128 \
-        --precisions=fp32,mixed_bfloat16 --xla=on,off --peers=keras_hub,hf_torch
+        --precisions=fp32,mixed_bfloat16 --xla=on,off --peers=keras_hub,hf_torch,torch_compile
+
+Measured on the 2-CPU development VM (AVX-512 with AVX512_BF16, no AMX; shared with other
+jobs, so absolute figures move by tens of percent between runs: read the ratios), tok/s:
+
+    precision       xla   keras_bert  keras_hub  ratio   hf_torch  torch.compile
+    fp32            off        1,252      1,099  1.139      1,289          1,414
+    fp32            on         1,114      1,136  0.980
+    mixed_bfloat16  off          716        694  1.031        800            840
+    mixed_bfloat16  on         1,004        950  1.056
+
+Best of each: fp32 1.10x keras-hub, mixed_bfloat16 1.06x. A second run on a quieter machine:
+fp32 off 1,314 vs keras-hub 1,080 (1.22x; torch 1,159, torch.compile 1,288), mixed_bfloat16
+XLA 1,013 vs 950 (1.07x); run-to-run spread is about +-10%. On this CPU bfloat16 matmuls are
+no faster than float32 ones (TF's oneDNN bf16 MatMul reaches ~60% of its fp32 speed, XLA's
+~80%; torch's bf16 is slower too), so mixed_bfloat16 does not pay off here for inference;
+fp32 is fastest without XLA (oneDNN MatMul beats XLA's CPU dot), mixed_bfloat16 with XLA.
 """
 
 import contextlib
@@ -35,6 +51,7 @@ flags.DEFINE_list("xla", ["on", "off"], "jit_compile settings to run: on, off.")
 flags.DEFINE_list("peers", ["keras_hub"], "Peers to measure: keras_hub, hf_torch, torch_compile.")
 flags.DEFINE_integer("num_layers", 12, "Transformer blocks (12 = BERT-base).")
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF and torch; 0 = their default.")
+flags.DEFINE_integer("inter_op_threads", 0, "TF inter-op threads; 0 = TF's default.")
 
 _BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
              intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
@@ -191,6 +208,8 @@ def main(argv):
 
     if FLAGS.threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    if FLAGS.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
     xla_modes = [{"on": True, "off": False}[x] for x in FLAGS.xla]
     ids, mask, types = _inputs(FLAGS.batch_size, FLAGS.seq_length)
     tokens = FLAGS.batch_size * FLAGS.seq_length

@@ -6,11 +6,16 @@ import tensorflow as tf
 def layer_norm_float32(x, norm):
     """Normalizes the last axis of ``x`` in float32 with ``norm``'s gamma, beta and epsilon.
 
-    The same formula as Keras' LayerNormalization (``x * inv + (beta - mean * inv)`` with
-    ``inv = gamma / sqrt(variance + epsilon)``), but always in float32 whatever the dtype of
-    ``x``, so that mixed-precision models keep their statistics exact. Returns float32.
+    ``beta + (x - mean) * gamma / sqrt(variance + epsilon)``, the math of Keras'
+    LayerNormalization, but always in float32 whatever the dtype of ``x``, so that
+    mixed-precision models keep their statistics exact. Returns float32.
+
+    The ops are written in the order that TensorFlow's oneDNN graph rewrite recognises as a
+    layer norm (its "custom layer-norm" pattern), which it may replace by one fused kernel.
     """
     x = tf.cast(x, tf.float32)
-    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-    inv = tf.math.rsqrt(variance + norm.epsilon) * tf.cast(norm.gamma, tf.float32)
-    return x * inv + (tf.cast(norm.beta, tf.float32) - mean * inv)
+    gamma = tf.cast(norm.gamma, tf.float32)
+    beta = tf.cast(norm.beta, tf.float32)
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    variance = tf.reduce_mean(tf.square(x - mean), axis=-1, keepdims=True)
+    return beta + (x - mean) * (tf.math.rsqrt(variance + norm.epsilon) * gamma)
