@@ -176,3 +176,14 @@ def test_py_test_names_mirror_their_files(rules):
             assert rule["name"] == test_file[: -len(".py")], (
                 f"py_test {rule['name']!r} should be named after its file {test_file!r}"
             )
+
+
+def test_test_file_names_are_unique():
+    """tests/ folders have no __init__.py, so pytest imports each test file by its bare name:
+    two files with one name in different folders would clash at collection."""
+    import collections
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent
+    names = collections.Counter(p.name for p in root.rglob("test_*.py"))
+    assert [n for n, c in names.items() if c > 1] == []

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.layers.normalization import layer_norm_float32
+from keras_bert.layers.layer_norm import layer_norm_float32
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

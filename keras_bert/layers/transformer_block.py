@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers import activations
-from keras_bert.layers.normalization import layer_norm_float32
+from keras_bert.layers.layer_norm import layer_norm_float32
 
 # Added to attention scores of padding positions, as in Google's modeling.py.
 _MASK_BIAS = -10000.0

@@ -4,7 +4,7 @@ import tensorflow as tf
 
 import keras_bert  # noqa: F401  (selects the TensorFlow backend)
 import keras
-from keras_bert.layers.normalization import layer_norm_float32
+from keras_bert.layers.layer_norm import layer_norm_float32
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
