@@ -26,6 +26,16 @@ no faster than float32 ones (TF's oneDNN bf16 MatMul reaches ~60% of its fp32 sp
 fp32 is fastest without XLA (oneDNN MatMul beats XLA's CPU dot), mixed_bfloat16 with XLA.
 """
 
+# benchmarks/tokenize.py shares its name with the standard library's `tokenize` (which
+# inspect, linecache and absl import): keep this folder off the import path so that
+# `import tokenize` finds the standard library, not the benchmark.
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+
+
 import contextlib
 import os
 

@@ -12,6 +12,16 @@ its speed. Times are the best of --repeats full passes after one warm-up pass; T
 materialised (`.numpy()`), Hugging Face returns Python lists. The last line is one JSON object.
 """
 
+# benchmarks/tokenize.py shares its name with the standard library's `tokenize` (which
+# inspect, linecache and absl import): keep this folder off the import path so that
+# `import tokenize` finds the standard library, not the benchmark.
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+
+
 import os
 import sys
 
