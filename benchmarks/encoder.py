@@ -84,6 +84,19 @@ def _quiet_stderr():
         os.close(devnull)
 
 
+def _forward(model, inputs, xla):
+    """A no-argument callable: one inference forward pass of a Keras model in a tf.function
+    (XLA on or off), returning both outputs so neither can be pruned away."""
+    import tensorflow as tf
+
+    @tf.function(jit_compile=xla, reduce_retracing=True)
+    def forward(x):
+        out = model(x, training=False)
+        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
+
+    return lambda: forward(inputs)
+
+
 def _inputs(batch_size, seq_length):
     import numpy as np
 
@@ -108,15 +121,7 @@ def _tf_runners(precision, xla_modes, peers, ids, mask, types):
     ours = BertEncoder(config, dtype=policy)
     ours_inputs = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(mask),
                    "input_type_ids": tf.constant(types)}
-    runners = []
-    for xla in xla_modes:
-        @tf.function(jit_compile=xla, reduce_retracing=True)
-        def ours_fn(inputs):
-            out = ours(inputs, training=False)
-            return {"sequence_output": out["sequence_output"],
-                    "pooled_output": out["pooled_output"]}
-
-        runners.append(("keras_bert", xla, lambda f=ours_fn: f(ours_inputs)))
+    runners = [("keras_bert", xla, _forward(ours, ours_inputs, xla)) for xla in xla_modes]
     if "keras_hub" in peers:
         import keras_hub
 
@@ -127,15 +132,8 @@ def _tf_runners(precision, xla_modes, peers, ids, mask, types):
             max_sequence_length=_BASE["max_position_embeddings"], dtype=policy)
         hub_inputs = {"token_ids": tf.constant(ids), "segment_ids": tf.constant(types),
                       "padding_mask": tf.constant(mask)}
-        for xla in xla_modes:
-            # The same treatment as ours: one tf.function, inference mode, both outputs.
-            @tf.function(jit_compile=xla, reduce_retracing=True)
-            def hub_fn(inputs):
-                out = hub(inputs, training=False)
-                return {"sequence_output": out["sequence_output"],
-                        "pooled_output": out["pooled_output"]}
-
-            runners.append(("keras_hub", xla, lambda f=hub_fn: f(hub_inputs)))
+        # The same treatment as ours: one tf.function, inference mode, both outputs.
+        runners += [("keras_hub", xla, _forward(hub, hub_inputs, xla)) for xla in xla_modes]
     keras.config.set_dtype_policy("float32")
     return runners
 
