@@ -62,6 +62,9 @@ flags.DEFINE_list("peers", ["keras_hub"], "Peers to measure: keras_hub, hf_torch
 flags.DEFINE_integer("num_layers", 12, "Transformer blocks (12 = BERT-base).")
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF and torch; 0 = their default.")
 flags.DEFINE_integer("inter_op_threads", 0, "TF inter-op threads; 0 = TF's default.")
+flags.DEFINE_bool("ceiling", True, "Also measure TF's square-matmul GFLOP/s per precision and "
+                  "report each forward pass as a percentage of it.")
+flags.DEFINE_integer("ceiling_size", 4096, "Side of the square matmul for --ceiling.")
 
 _BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
              intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
@@ -189,11 +192,11 @@ def _block(out):
 
 
 def _measure(runners, tokens):
-    """Best tok/s of each runner over interleaved rounds."""
+    """tok/s of each runner in every one of the interleaved rounds: a list per runner."""
     for _, _, run in runners:
         for _ in range(FLAGS.warmup + 1):  # + 1: tracing / compilation
             _block(run())
-    best = [0.0] * len(runners)
+    rounds = [[] for _ in runners]
     order = list(enumerate(runners))
     for _ in range(FLAGS.rounds):
         order.reverse()  # alternate who goes first
@@ -201,8 +204,43 @@ def _measure(runners, tokens):
             start = time.perf_counter()
             for _ in range(FLAGS.steps):
                 _block(run())
-            best[i] = max(best[i], tokens * FLAGS.steps / (time.perf_counter() - start))
+            rounds[i].append(tokens * FLAGS.steps / (time.perf_counter() - start))
+    return rounds
+
+
+def _forward_flops_per_token(num_layers, seq_length):
+    """Multiply-adds x 2 of one token through the encoder blocks (projections, feed-forward
+    and the two attention matmuls); embeddings and pooler are negligible."""
+    h, i = _BASE["hidden_size"], _BASE["intermediate_size"]
+    per_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq_length * h
+    return num_layers * per_layer
+
+
+def _matmul_ceiling(precision):
+    """GFLOP/s of TF's own square matmul in the precision's compute dtype (best of XLA on
+    and off): what the hardware gives TensorFlow, the ceiling a forward pass can approach."""
+    import tensorflow as tf
+
+    n = FLAGS.ceiling_size
+    dtype = {"fp32": tf.float32, "mixed_bfloat16": tf.bfloat16,
+             "mixed_float16": tf.float16}[precision]
+    a = tf.cast(tf.random.normal([n, n]), dtype)
+    b = tf.cast(tf.random.normal([n, n]), dtype)
+    best = 0.0
+    for xla in (False, True):
+        matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)), jit_compile=xla)
+        matmul(a, b).numpy()
+        for _ in range(3):
+            start = time.perf_counter()
+            matmul(a, b).numpy()
+            best = max(best, 2 * n ** 3 / (time.perf_counter() - start) / 1e9)
     return best
+
+
+def _median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def main(argv):
@@ -226,30 +264,51 @@ def main(argv):
         runners = _tf_runners(precision, xla_modes, FLAGS.peers, ids, mask, types)
         if {"hf_torch", "torch_compile"} & set(FLAGS.peers):
             runners += _torch_runners(precision, FLAGS.peers, ids, mask, types)
-        for (name, xla, _), tok_s in zip(runners, _measure(runners, tokens)):
+        for (name, xla, _), per_round in zip(runners, _measure(runners, tokens)):
             mode = {True: "on", False: "off"}.get(xla, xla)
             results.append({"model": name, "precision": precision, "xla": mode,
-                            "tokens_per_s": round(tok_s, 1)})
+                            "tokens_per_s": round(max(per_round), 1),
+                            "rounds_tokens_per_s": [round(v, 1) for v in per_round]})
 
-    def find(model, precision, xla):
+    def find(model, precision, xla, key="tokens_per_s"):
         for r in results:
             if (r["model"], r["precision"], r["xla"]) == (model, precision, xla):
-                return r["tokens_per_s"]
+                return r[key]
         return None
+
+    ceilings = {p: _matmul_ceiling(p) for p in FLAGS.precisions} if FLAGS.ceiling else {}
+    flops_per_token = _forward_flops_per_token(FLAGS.num_layers, FLAGS.seq_length)
 
     print(f"\nBERT-base forward pass, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
           f"{FLAGS.num_layers} layers, best of {FLAGS.rounds} rounds x {FLAGS.steps} steps")
-    header = f"{'model':<14}{'precision':<16}{'xla':<10}{'tok/s':>10}{'ours/keras_hub':>16}"
+    header = (f"{'model':<14}{'precision':<16}{'xla':<10}{'tok/s':>10}{'ours/keras_hub':>16}"
+              f"{'median paired':>15}{'GFLOP/s':>9}{'% ceiling':>11}")
     print(header)
     print("-" * len(header))
     for r in results:
         hub = find("keras_hub", r["precision"], r["xla"])
         ours = find("keras_bert", r["precision"], r["xla"])
-        r["ratio_vs_keras_hub"] = (round(ours / hub, 3)
-                                   if r["model"] == "keras_bert" and hub else None)
-        ratio = f"{r['ratio_vs_keras_hub']:.3f}" if r["ratio_vs_keras_hub"] else ""
+        mine = r["model"] == "keras_bert" and hub
+        r["ratio_vs_keras_hub"] = round(ours / hub, 3) if mine else None
+        # Round i of ours against round i of keras-hub, timed back to back: robust to a
+        # machine whose speed drifts during the run.
+        hub_rounds = find("keras_hub", r["precision"], r["xla"], "rounds_tokens_per_s")
+        r["median_paired_ratio"] = (
+            round(_median([a / b for a, b in zip(r["rounds_tokens_per_s"], hub_rounds)]), 3)
+            if mine else None)
+        r["gflop_per_s"] = round(r["tokens_per_s"] * flops_per_token / 1e9, 1)
+        ceiling = ceilings.get(r["precision"])
+        r["percent_of_matmul_ceiling"] = (round(100 * r["gflop_per_s"] / ceiling, 1)
+                                          if ceiling else None)
+        ratio = f"{r['ratio_vs_keras_hub']:.3f}" if mine else ""
+        paired = f"{r['median_paired_ratio']:.3f}" if mine else ""
+        pct = f"{r['percent_of_matmul_ceiling']:.0f}%" if ceiling else ""
         print(f"{r['model']:<14}{r['precision']:<16}{r['xla']:<10}"
-              f"{r['tokens_per_s']:>10,.0f}{ratio:>16}")
+              f"{r['tokens_per_s']:>10,.0f}{ratio:>16}{paired:>15}{r['gflop_per_s']:>9,.0f}"
+              f"{pct:>11}")
+    for precision, ceiling in ceilings.items():
+        print(f"TF matmul ceiling ({FLAGS.ceiling_size}^3, best of jit on/off), {precision}: "
+              f"{ceiling:,.0f} GFLOP/s")
     summary = {}
     for precision in FLAGS.precisions:
         ours = max((r["tokens_per_s"] for r in results
@@ -265,7 +324,9 @@ def main(argv):
           "(other processes slow every figure; compare ratios within one run)")
     print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
                       "num_layers": FLAGS.num_layers, "cpus": os.cpu_count(),
-                      "load_average": round(load, 2), "results": results, "best": summary}))
+                      "load_average": round(load, 2), "flops_per_token": flops_per_token,
+                      "matmul_ceiling_gflop_per_s": ceilings, "results": results,
+                      "best": summary}))
 
 
 if __name__ == "__main__":
