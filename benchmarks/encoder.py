@@ -9,21 +9,13 @@ The last line printed is one JSON object with every figure.
     python benchmarks/encoder.py --batch_size=32 --seq_length=128 \
         --precisions=fp32,mixed_bfloat16 --xla=on,off --peers=keras_hub,hf_torch,torch_compile
 
-Measured on the 2-CPU development VM (AVX-512 with AVX512_BF16, no AMX; shared with other
-jobs, so absolute figures move by tens of percent between runs: read the ratios), tok/s:
+Columns: best tok/s over the rounds; ours/keras_hub, best against best; "median paired",
+the median over rounds of ours/keras-hub where round i of each ran back to back (robust on a
+machine whose speed drifts); GFLOP/s (2 x multiply-adds of the encoder blocks per token) and
+that as a percentage of TF's own 4096^3 matmul on this machine in the same compute dtype
+(``--ceiling``), i.e. how close the forward pass comes to what the hardware gives TensorFlow.
 
-    precision       xla   keras_bert  keras_hub  ratio   hf_torch  torch.compile
-    fp32            off        1,252      1,099  1.139      1,289          1,414
-    fp32            on         1,114      1,136  0.980
-    mixed_bfloat16  off          716        694  1.031        800            840
-    mixed_bfloat16  on         1,004        950  1.056
-
-Best of each: fp32 1.10x keras-hub, mixed_bfloat16 1.06x. A second run on a quieter machine:
-fp32 off 1,314 vs keras-hub 1,080 (1.22x; torch 1,159, torch.compile 1,288), mixed_bfloat16
-XLA 1,013 vs 950 (1.07x); run-to-run spread is about +-10%. On this CPU bfloat16 matmuls are
-no faster than float32 ones (TF's oneDNN bf16 MatMul reaches ~60% of its fp32 speed, XLA's
-~80%; torch's bf16 is slower too), so mixed_bfloat16 does not pay off here for inference;
-fp32 is fastest without XLA (oneDNN MatMul beats XLA's CPU dot), mixed_bfloat16 with XLA.
+Measured figures and what they mean on the development VM: README.md, "Benchmarks".
 """
 
 # benchmarks/tokenize.py shares its name with the standard library's `tokenize` (which
@@ -92,7 +84,7 @@ def _forward(model, inputs, xla):
     (XLA on or off), returning both outputs so neither can be pruned away."""
     import tensorflow as tf
 
-    @tf.function(jit_compile=xla, reduce_retracing=True)
+    @tf.function(jit_compile=xla, reduce_retracing=True, autograph=False)
     def forward(x):
         out = model(x, training=False)
         return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
