@@ -71,11 +71,14 @@ def _vocab(directory, name):
     return path if os.path.isfile(path) else None
 
 
-def open_directory(directory, do_lower_case=None):
+def open_directory(directory, do_lower_case=None, require_weights=True):
     """Opens ``directory`` in whatever format it holds; checks vocab size against config.
 
     ``do_lower_case`` overrides what the directory says (Google directories do not record it;
-    the default there is True unless the directory name says ``cased``).
+    the default there is True unless the directory name says ``cased``). With
+    ``require_weights`` (the default) a Google-style directory without its checkpoint files
+    fails here, at once; pass False to open only config and vocabulary (an architecture
+    without weights).
     """
     directory = os.fspath(directory)
     fmt = detect_format(directory)
@@ -85,13 +88,15 @@ def open_directory(directory, do_lower_case=None):
         config = layout.read_config(directory)
         vocab = _vocab(directory, google.VOCAB_FILE)
         lower = metadata.get("do_lower_case")
-        google.find_checkpoint_prefix(directory)
+        if require_weights:
+            google.find_checkpoint_prefix(directory)
     elif fmt == "google":
         config = google.read_directory_config(directory)
         vocab = _vocab(directory, google.VOCAB_FILE)
         base = os.path.basename(os.path.normpath(directory)).lower()
         lower = not (base.startswith("cased") or "_cased" in base)
-        google.find_checkpoint_prefix(directory)
+        if require_weights:
+            google.find_checkpoint_prefix(directory)
     elif fmt == "huggingface":
         config = huggingface.read_config(directory)
         vocab = _vocab(directory, huggingface.VOCAB_FILE)

@@ -36,13 +36,14 @@ class PresetMixin:
             name_or_path: a registered name (``keras_bert.presets()`` lists them), a local
                 directory in keras_bert, Google, Hugging Face or keras-hub format, or a
                 ``.zip`` of a Google checkpoint.
-            load_weights: False builds the architecture with fresh random weights.
+            load_weights: False builds the architecture with fresh random weights; a local
+                directory then needs only its config (and vocabulary), no weights file.
             **kwargs: `BertConfig` fields to override (e.g. ``hidden_dropout_prob=0.2``),
                 loading options (``url``, ``sha256``, ``do_lower_case``, ``progress``), and
                 the model's own constructor arguments (e.g. ``dtype``, ``name``).
         """
         load, overrides, kwargs = split_kwargs(dict(kwargs))
-        preset = load_preset(name_or_path, **load)
+        preset = load_preset(name_or_path, require_weights=load_weights, **load)
         config = preset.config.replace(**overrides) if overrides else preset.config
         model = cls._from_preset_config(config, **kwargs)
         if load_weights:

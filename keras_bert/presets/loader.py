@@ -139,7 +139,8 @@ def _from_zip(path, do_lower_case=None):
     return Preset(stem, path, open_directory(target, do_lower_case))
 
 
-def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progress=True):
+def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progress=True,
+                require_weights=True):
     """Resolves a preset name or path to a `Preset`.
 
     Args:
@@ -150,6 +151,8 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
         sha256: expected sha256 of the downloaded archive.
         do_lower_case: override the casing the files record (or that the registry says).
         progress: show a progress bar while downloading.
+        require_weights: False lets a local directory that holds only its config (and
+            vocabulary) open; its weights are then never read.
     """
     name_or_path = os.fspath(name_or_path)
     if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
@@ -159,7 +162,8 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
         return preset
     if os.path.isdir(name_or_path):
         path = os.path.abspath(name_or_path)
-        return Preset(os.path.basename(path), path, open_directory(path, do_lower_case))
+        return Preset(os.path.basename(path), path,
+                      open_directory(path, do_lower_case, require_weights=require_weights))
     if os.path.isfile(name_or_path):
         if name_or_path.lower().endswith(".zip"):
             return _from_zip(os.path.abspath(name_or_path), do_lower_case)

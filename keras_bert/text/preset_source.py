@@ -22,4 +22,5 @@ def load(preset):
             "No preset loader is registered; import keras_bert (which registers "
             "keras_bert.presets.load_preset) before calling from_preset."
         )
-    return _loader(preset)
+    # Text layers need the vocabulary and casing only: a directory without weights will do.
+    return _loader(preset, require_weights=False)

@@ -1,11 +1,14 @@
 """BertEncoder.from_preset / save_to_preset and round trips through every writer."""
 
+import os
+
 import numpy as np
 import pytest
 
 import keras
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import google, huggingface, open_directory
+from keras_bert.checkpoints.common import CheckpointError
 
 
 def _inputs(vocab_size, seq=9, batch=3, seed=0):
@@ -99,6 +102,19 @@ def test_from_preset_overrides_and_no_weights(tmp_path):
     assert fresh.bert_config.hidden_size == 16
     assert not np.array_equal(fresh.get_canonical_weights()["bert/pooler/dense/kernel"],
                               encoder.get_canonical_weights()["bert/pooler/dense/kernel"])
+
+
+def test_from_preset_without_weights_needs_no_weights_file(tmp_path):
+    encoder = _small_encoder()
+    encoder.save_to_preset(str(tmp_path))
+    for name in os.listdir(tmp_path):
+        if name.startswith("bert_model.ckpt"):
+            os.remove(tmp_path / name)
+    fresh = BertEncoder.from_preset(str(tmp_path), load_weights=False)
+    assert fresh.bert_config.hidden_size == encoder.bert_config.hidden_size
+    # Asking for the weights still fails at once, naming what is missing.
+    with pytest.raises(CheckpointError, match=r"No TF checkpoint in .*bert_model\.ckpt\.index"):
+        BertEncoder.from_preset(str(tmp_path))
 
 
 def test_sequence_longer_than_max_position_embeddings(tmp_path):
