@@ -138,10 +138,16 @@ class TransformerBlock(keras.layers.Layer):
         v = self._heads(self._projection(x, self.value), batch, seq)
         # input_mask [batch, seq] -> additive bias [batch, 1, 1, seq], in float32.
         mask_bias = (1.0 - tf.cast(input_mask, tf.float32)) * _MASK_BIAS
+        scale = 1.0 / math.sqrt(self.head_size)
+        if q.dtype == tf.float16:
+            # float16 overflows at 65504: scale the query before the product instead.
+            q, scale = q * tf.cast(scale, q.dtype), 1.0
         # [batch, heads, seq, seq] in float32. Written as matmul, then * scale, then + bias
         # so that oneDNN fuses the three into one kernel in float32.
         scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
-        scores = scores * (1.0 / math.sqrt(self.head_size)) + mask_bias[:, tf.newaxis, tf.newaxis, :]
+        if scale != 1.0:
+            scores = scores * scale
+        scores = scores + mask_bias[:, tf.newaxis, tf.newaxis, :]
         probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_probs_dropout(probs, training=training)
         context = tf.matmul(probs, v)  # [batch, heads, seq, head_size]

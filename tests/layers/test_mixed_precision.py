@@ -68,6 +68,26 @@ def test_transformer_block_close_to_float32(jit_compile):
         assert err < TOLERANCE[policy], (policy, err)
 
 
+def test_float16_attention_scores_beyond_float16_range_stay_finite():
+    # Query and key projections large enough that the unscaled q.k (16 dims x 64^2 = 65,536)
+    # overflows float16 (max 65,504); scaled by 1/sqrt(16) it is 16,384.
+    mask = np.ones((1, 3), "int32")
+    x = np.ones((1, 3, 32), "float32")
+    out = {}
+    for policy in ["float32", "mixed_float16"]:
+        block = TransformerBlock(32, 2, 64, dtype=policy)
+        block((x, mask))
+        for var in block.canonical_variables().values():
+            var.assign(np.zeros(var.shape, "float32"))
+        for name in ("attention/self/query/bias", "attention/self/key/bias"):
+            block.canonical_variables()[name].assign(np.full((32,), 64.0, "float32"))
+        for name in ("attention/output/LayerNorm/gamma", "output/LayerNorm/gamma"):
+            block.canonical_variables()[name].assign(np.ones((32,), "float32"))
+        out[policy] = block((x, mask)).numpy().astype("float32")
+    assert np.isfinite(out["mixed_float16"]).all()
+    np.testing.assert_allclose(out["mixed_float16"], out["float32"], atol=TOLERANCE["mixed_float16"])
+
+
 def test_embeddings_and_pooler_close_to_float32():
     ids, _, types, x = _inputs()
     emb = _pair(lambda p: BertEmbeddings(VOCAB, HIDDEN, MAX_LEN, dtype=p),
