@@ -41,6 +41,25 @@ class Preset:
                 f"layers={self.config.num_hidden_layers}, hidden={self.config.hidden_size})")
 
 
+class _RegistryConfig:
+    """A registry preset not downloaded yet, opened for its architecture only."""
+
+    format = "registry"
+    path = None
+    vocab_path = None
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.config = spec.config
+        self.do_lower_case = spec.do_lower_case
+
+    def weights(self):
+        raise CheckpointError(
+            f"Preset {self.spec.name!r} was opened without weights (require_weights=False); "
+            "load it again with weights to download them."
+        )
+
+
 def preset_url(spec, url=None):
     if url:
         return url
@@ -81,13 +100,16 @@ def _google_converter(name, source, expected_config=None, do_lower_case=None):
     return convert
 
 
-def _from_registry(spec, url=None, sha256=None, progress=True):
+def _from_registry(spec, url=None, sha256=None, progress=True, require_files=True):
     if spec.source == "pypi":
         path = _minilm_dir(spec)
         return Preset(spec.name, f"pypi:{spec.package}", open_directory(path, spec.do_lower_case))
     root = download.cache_root()
     target = os.path.join(root, spec.name)
     source = preset_url(spec, url)
+    if not require_files and not layout.is_layout(target):
+        # The registry knows the released config: no download for an architecture alone.
+        return Preset(spec.name, source, _RegistryConfig(spec))
     if os.path.exists(target) and not layout.is_layout(target):
         raise CheckpointError(
             f"{target} exists but is not a complete keras_bert preset (no "
@@ -140,7 +162,7 @@ def _from_zip(path, do_lower_case=None):
 
 
 def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progress=True,
-                require_weights=True):
+                require_weights=True, require_vocab=False):
     """Resolves a preset name or path to a `Preset`.
 
     Args:
@@ -152,11 +174,16 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
         do_lower_case: override the casing the files record (or that the registry says).
         progress: show a progress bar while downloading.
         require_weights: False lets a local directory that holds only its config (and
-            vocabulary) open; its weights are then never read.
+            vocabulary) open; its weights are then never read. A registry name that is not
+            in the cache then downloads nothing and gives the released config alone (no
+            vocabulary), unless ``require_vocab``.
+        require_vocab: with ``require_weights=False``, still fetch a registry preset so
+            that its vocabulary is there.
     """
     name_or_path = os.fspath(name_or_path)
     if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
-        preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress)
+        preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress,
+                                require_files=require_weights or require_vocab)
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset

@@ -23,4 +23,4 @@ def load(preset):
             "keras_bert.presets.load_preset) before calling from_preset."
         )
     # Text layers need the vocabulary and casing only: a directory without weights will do.
-    return _loader(preset, require_weights=False)
+    return _loader(preset, require_weights=False, require_vocab=True)

@@ -136,6 +136,23 @@ def test_offline_fails_fast_naming_the_url(monkeypatch, cache):
     assert not (cache / "toy").exists()
 
 
+def test_architecture_without_weights_needs_no_download(monkeypatch, toy, cache):
+    monkeypatch.setenv("KERAS_BERT_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    encoder = BertEncoder.from_preset("toy", load_weights=False)
+    assert encoder.bert_config.num_hidden_layers == TOY.num_hidden_layers
+    assert encoder.bert_config.hidden_size == TOY.hidden_size
+    assert encoder.vocab_path is None
+    assert not cache.exists() or not os.listdir(cache)  # nothing downloaded or written
+    with pytest.raises(DownloadError, match="127.0.0.1:9"):
+        BertEncoder.from_preset("toy")
+
+
+def test_architecture_without_weights_uses_the_cache_when_there(toy, server, cache):
+    load_preset("toy", progress=False)
+    encoder = BertEncoder.from_preset("toy", load_weights=False)
+    assert encoder.vocab_path == str(cache / "toy" / "vocab.txt")
+
+
 def test_manually_placed_zip_is_used(toy, server, cache):
     _, _, body = toy
     (cache / "downloads").mkdir(parents=True)
