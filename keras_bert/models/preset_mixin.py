@@ -37,7 +37,8 @@ class PresetMixin:
                 directory in keras_bert, Google, Hugging Face or keras-hub format, or a
                 ``.zip`` of a Google checkpoint.
             load_weights: False builds the architecture with fresh random weights; a local
-                directory then needs only its config (and vocabulary), no weights file.
+                directory then needs only its config (and vocabulary), no weights file, and
+                a registry name downloads nothing (the cached copy is used when there).
             **kwargs: `BertConfig` fields to override (e.g. ``hidden_dropout_prob=0.2``),
                 loading options (``url``, ``sha256``, ``do_lower_case``, ``progress``), and
                 the model's own constructor arguments (e.g. ``dtype``, ``name``).
