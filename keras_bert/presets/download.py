@@ -52,6 +52,16 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
+def check_sha256(path, expected, what=None, consequence=""):
+    """Raises `DownloadError` unless the sha256 of ``path`` is ``expected`` (any case)."""
+    actual = sha256_of(path)
+    if actual != expected.lower():
+        raise DownloadError(
+            f"sha256 of {what or path} is {actual}, expected {expected}; the file is corrupt "
+            f"or not the one expected.{consequence}"
+        )
+
+
 def manual_instructions(url, zip_target):
     return (
         f"To install it by hand, download {url} on a machine with internet access and either "
@@ -124,12 +134,7 @@ def fetch(url, target, sha256=None, progress=True):
         if total is not None and size != total:
             raise DownloadError(f"Download of {url} is incomplete: {size} of {total} bytes.")
         if sha256:
-            actual = sha256_of(part)
-            if actual.lower() != sha256.lower():
-                raise DownloadError(
-                    f"sha256 of {url} is {actual}, expected {sha256}; the file is corrupt or "
-                    "not the one expected. Nothing was cached."
-                )
+            check_sha256(part, sha256, what=url, consequence=" Nothing was cached.")
         os.replace(part, target)
     finally:
         if os.path.exists(part):

@@ -1,7 +1,6 @@
 """`load_preset`: a registry name, a local directory (any format) or a Google ``.zip``."""
 
 import difflib
-import hashlib
 import os
 
 from keras_bert.checkpoints import google, layout
@@ -117,14 +116,11 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
         )
     if not layout.is_layout(target):
         zip_path = os.path.join(root, "downloads", os.path.basename(source.split("?")[0]))
+        sha256 = sha256 or spec.sha256
         if not os.path.isfile(zip_path):
-            download.fetch(source, zip_path, sha256=sha256 or spec.sha256, progress=progress)
-        elif sha256 or spec.sha256:
-            actual = download.sha256_of(zip_path)
-            if actual != (sha256 or spec.sha256).lower():
-                raise download.DownloadError(
-                    f"{zip_path}: sha256 {actual} does not match {sha256 or spec.sha256}."
-                )
+            download.fetch(source, zip_path, sha256=sha256, progress=progress)
+        elif sha256:
+            download.check_sha256(zip_path, sha256)
         try:
             download.convert_zip(
                 zip_path, target,
@@ -149,12 +145,8 @@ def _remove(path):
 
 
 def _from_zip(path, do_lower_case=None):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
     stem = os.path.splitext(os.path.basename(path))[0]
-    target = os.path.join(download.cache_root(), "zips", f"{stem}-{digest.hexdigest()[:16]}")
+    target = os.path.join(download.cache_root(), "zips", f"{stem}-{download.sha256_of(path)[:16]}")
     if not layout.is_layout(target):
         download.convert_zip(path, target, _google_converter(stem, path, None, do_lower_case),
                              expected_files=["bert_config.json"])

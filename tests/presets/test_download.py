@@ -161,6 +161,18 @@ def test_manually_placed_zip_is_used(toy, server, cache):
     assert server.requests == []
 
 
+def test_manually_placed_zip_is_checked_against_sha256(toy, server, cache):
+    _, _, body = toy
+    (cache / "downloads").mkdir(parents=True)
+    placed = cache / "downloads" / "uncased_L-2_H-8_A-2.zip"
+    placed.write_bytes(body)
+    with pytest.raises(DownloadError, match=r"sha256 of .*uncased_L-2_H-8_A-2\.zip is [0-9a-f]{64}"):
+        load_preset("toy", sha256="0" * 64, progress=False)
+    assert not (cache / "toy").exists()
+    assert load_preset("toy", sha256=hashlib.sha256(body).hexdigest(), progress=False)
+    assert server.requests == []
+
+
 def test_local_zip_is_converted_once(tmp_path, cache):
     config, weights = write_google_dir(tmp_path / "src")
     archive = tmp_path / "my_bert.zip"
