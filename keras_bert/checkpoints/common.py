@@ -16,13 +16,45 @@ original TF1 BERT checkpoints, in Google's layouts (dense kernels ``[in, out]``)
 Every converter maps its format to and from that dict, so any format converts to any other.
 """
 
+import contextlib
+import json
 import os
+import shutil
 
 import numpy as np
 
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, unreadable, or does not fit its configuration."""
+
+
+@contextlib.contextmanager
+def atomic_target(path):
+    """Yields a temporary name beside ``path`` to write; renames it to ``path`` on success and
+    removes it on failure, so ``path`` is never half-written."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_json(path, values):
+    """Writes ``values`` as indented, key-sorted JSON to ``path``, atomically."""
+    with atomic_target(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(values, f, indent=2, sort_keys=True)
+            f.write("\n")
+
+
+def copy_file(source, target):
+    """Copies ``source`` to ``target`` atomically; nothing to do when they are the same file."""
+    if os.path.abspath(source) == os.path.abspath(target):
+        return
+    with atomic_target(target) as tmp:
+        shutil.copyfile(source, tmp)
 
 
 def encoder_shapes(config):

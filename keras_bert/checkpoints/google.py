@@ -15,7 +15,7 @@ import tempfile
 
 import numpy as np
 
-from keras_bert.checkpoints.common import CheckpointError, check_shapes, require_file
+from keras_bert.checkpoints.common import CheckpointError, check_shapes, copy_file, require_file
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -137,9 +137,5 @@ def write_directory(directory, config, weights, vocab_path=None):
     write_checkpoint(weights, os.path.join(directory, CHECKPOINT_PREFIX))
     config.save_bert_config_json(os.path.join(directory, CONFIG_FILE))
     if vocab_path is not None:
-        target = os.path.join(directory, VOCAB_FILE)
-        if os.path.abspath(vocab_path) != os.path.abspath(target):
-            tmp = target + f".tmp-{os.getpid()}"
-            shutil.copyfile(vocab_path, tmp)
-            os.replace(tmp, target)
+        copy_file(vocab_path, os.path.join(directory, VOCAB_FILE))
     return directory

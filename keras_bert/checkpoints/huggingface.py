@@ -11,11 +11,12 @@ torch as ``[out, in]`` and transposed to Google's ``[in, out]``.
 import json
 import os
 import re
-import shutil
 
 import numpy as np
 
-from keras_bert.checkpoints.common import CheckpointError, check_shapes
+from keras_bert.checkpoints.common import (
+    CheckpointError, atomic_target, check_shapes, copy_file, write_json,
+)
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -172,15 +173,12 @@ def write_directory(directory, config, weights, vocab_path=None):
         if google in weights:
             value = np.asarray(weights[google], dtype=np.float32)
             tensors[hf] = np.ascontiguousarray(value.T if transpose else value)
-    target = os.path.join(directory, SAFETENSORS_FILE)
-    tmp = target + f".tmp-{os.getpid()}"
-    save_file(tensors, tmp, metadata={"format": "pt"})
-    os.replace(tmp, target)
+    with atomic_target(os.path.join(directory, SAFETENSORS_FILE)) as tmp:
+        save_file(tensors, tmp, metadata={"format": "pt"})
     values = config.to_hf_config()
     if has_heads:
         values["architectures"] = ["BertForPreTraining"]
-    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(values, f, indent=2, sort_keys=True)
+    write_json(os.path.join(directory, CONFIG_FILE), values)
     if vocab_path is not None:
-        shutil.copyfile(vocab_path, os.path.join(directory, VOCAB_FILE))
+        copy_file(vocab_path, os.path.join(directory, VOCAB_FILE))
     return directory

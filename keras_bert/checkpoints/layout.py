@@ -25,7 +25,7 @@ import json
 import os
 
 from keras_bert.checkpoints import google
-from keras_bert.checkpoints.common import CheckpointError
+from keras_bert.checkpoints.common import CheckpointError, write_json
 
 METADATA_FILE = "keras_bert.json"
 FORMAT_VERSION = 1
@@ -74,10 +74,5 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
         "source": source,
         "config": config.to_dict(),
     }
-    path = os.path.join(directory, METADATA_FILE)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(metadata, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_json(os.path.join(directory, METADATA_FILE), metadata)
     return directory
