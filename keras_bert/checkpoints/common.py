@@ -23,6 +23,8 @@ import shutil
 
 import numpy as np
 
+from keras_bert.text.vocab import load_vocabulary
+
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, unreadable, or does not fit its configuration."""
@@ -130,22 +132,13 @@ def check_weights(weights, config, source):
     check_shapes({k: np.shape(v) for k, v in weights.items()}, config, source)
 
 
-def count_vocab(vocab_path):
-    """Number of entries of a WordPiece ``vocab.txt`` (one token a line)."""
-    with open(vocab_path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return len(lines)
-
-
 def check_vocab(vocab_path, config, source=None):
     """Raises `CheckpointError` unless ``vocab.txt`` has exactly ``config.vocab_size`` lines."""
     if vocab_path is None:
         return
     if not os.path.isfile(vocab_path):
         raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
-    n = count_vocab(vocab_path)
+    n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it
     if n != config.vocab_size:
         raise CheckpointError(
             f"{source or vocab_path}: {vocab_path} has {n} tokens but the config says "
