@@ -1,0 +1,157 @@
+"""`BertClassifier`: sentence and sentence-pair classification (and regression)."""
+
+import numbers
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.models.task import Task
+from keras_bert.models.task_data import TaskInputError
+
+
+def head_dtype(encoder):
+    """The dtype policy of a head's last layer: float32 logits under mixed precision."""
+    policy = encoder.dtype_policy
+    return "float32" if policy.compute_dtype in ("bfloat16", "float16") else policy
+
+
+def check_count(name, value, low=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
+    return int(value)
+
+
+def check_rate(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}.")
+    return float(value)
+
+
+def check_class_ids(y, num_classes, what="label"):
+    """Class-id labels (numpy) must be whole numbers in [0, num_classes)."""
+    flat = np.asarray(y).reshape(-1)
+    if flat.size and flat.dtype.kind == "f":
+        fractional = np.flatnonzero(flat != np.round(flat))
+        if fractional.size:
+            i = int(fractional[0])
+            raise TaskInputError(f"{what} {i} is {flat[i].item()!r}: class labels must be whole numbers "
+                                 f"in [0, {num_classes}).")
+    bad = np.flatnonzero((flat < 0) | (flat >= num_classes)) if flat.size else []
+    if len(bad):
+        i = int(bad[0])
+        raise TaskInputError(
+            f"{what} {i} is {flat[i].item()!r}, outside [0, {num_classes}) "
+            f"(num_classes={num_classes}); "
+            f"{len(bad)} label(s) are out of range."
+        )
+
+
+def check_class_ids_in_graph(y, num_classes):
+    message = f"class labels must be in [0, {num_classes}) (num_classes={num_classes})"
+    with tf.control_dependencies([
+        tf.debugging.assert_non_negative(y, message=message),
+        tf.debugging.assert_less(y, tf.cast(num_classes, y.dtype), message=message),
+    ]):
+        return tf.identity(y)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertClassifier(Task):
+    """BERT for sentence and sentence-pair classification, and for regression.
+
+    The original ``run_classifier.py`` head: ``pooled_output`` -> dropout -> dense, giving
+    logits ``[batch, num_classes]``. ``num_classes=1`` is regression (e.g. STS-B): one score
+    per example, mean squared error.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of classes (1: regression).
+        preprocessor: a `BertPreprocessor` to take raw text in fit/evaluate/predict, or None
+            (inputs are packed dicts). `from_preset` attaches the preset's.
+        dropout: dropout before the dense layer (default: the encoder's hidden dropout).
+        activation: applied to the logits (default none: losses take logits).
+        compile: compile with the BERT recipe and the default loss and metrics.
+
+    Example:
+
+    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertClassifier(encoder, num_classes=2,
+    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> history = model.fit(["a great movie", "dull"], [1, 0], epochs=2, verbose=0)
+    >>> model.predict(["a dull movie"], verbose=0).shape
+    (1, 2)
+
+    ``BertClassifier.from_preset("base", num_classes=2)`` loads the encoder and the
+    preprocessor of a preset (see `BertEncoder.from_preset`) with a fresh head.
+    """
+
+    def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, activation=None,
+                 **kwargs):
+        self.num_classes = check_count("num_classes", num_classes)
+        if dropout is None:
+            dropout = encoder.bert_config.hidden_dropout_prob
+        self.dropout = check_rate("dropout", dropout)
+        self.activation = keras.activations.get(activation)
+        inputs = encoder.input
+        pooled = encoder(inputs)["pooled_output"]  # [batch, hidden]
+        x = keras.layers.Dropout(self.dropout, dtype=encoder.dtype_policy,
+                                 name="output_dropout")(pooled)
+        self.logits = keras.layers.Dense(
+            self.num_classes,
+            activation=self.activation,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=encoder.bert_config.initializer_range),
+            dtype=head_dtype(encoder),
+            name="logits",
+        )
+        super().__init__(inputs=inputs, outputs=self.logits(x), encoder=encoder,  # [batch, C]
+                         preprocessor=preprocessor, **kwargs)
+
+    @property
+    def regression(self):
+        return self.num_classes == 1
+
+    def default_loss(self):
+        if self.regression:
+            return keras.losses.MeanSquaredError()
+        from_logits = self.activation in (None, keras.activations.linear)
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits)
+
+    def default_metrics(self):
+        if self.regression:
+            return [keras.metrics.MeanAbsoluteError(name="mae")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def check_labels(self, y):
+        if self.regression:
+            values = np.asarray(y, dtype=np.float64).reshape(-1)
+            bad = np.flatnonzero(~np.isfinite(values))
+            if bad.size:
+                i = int(bad[0])
+                raise TaskInputError(f"regression label {i} is {values[i].item()!r}; labels must be "
+                                     "finite numbers.")
+            return
+        check_class_ids(y, self.num_classes)
+
+    def check_labels_in_graph(self, y):
+        if self.regression or not y.dtype.is_integer:
+            return y
+        return check_class_ids_in_graph(y, self.num_classes)
+
+    def head_variables(self):
+        return {"output_weights": (self.logits.kernel, True),
+                "output_bias": (self.logits.bias, False)}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "activation": keras.activations.serialize(self.activation),
+        })
+        return config

@@ -1,0 +1,21 @@
+"""A tiny vocabulary and encoder for the task-model tests."""
+
+from keras_bert import BertConfig, BertEncoder
+
+WORDS = ("a the movie film great good fun dull bad boring plot actor is was not very "
+         "and but it this what who why sat cat dog ran red blue paris london").split()
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + ["##s", "##ing", "##ed", ".",
+                                                                   ",", "!", "?"]
+
+
+def tiny_encoder(seed=None, **overrides):
+    config = dict(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    config.update(overrides)
+    return BertEncoder(BertConfig(**config))
+
+
+POSITIVE = ["a great movie", "good fun", "a very good film", "great plot", "the actor is good",
+            "fun and great", "a good movie", "very fun"]
+NEGATIVE = ["a dull movie", "bad plot", "a very boring film", "dull and bad", "the actor is bad",
+            "boring", "not good", "a bad film"]
