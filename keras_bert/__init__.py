@@ -3,17 +3,44 @@
 from keras_bert import backend as _backend  # noqa: F401  (selects the TensorFlow backend first)
 from keras_bert import checkpoints, presets  # `keras_bert.presets()` lists the presets
 from keras_bert.config import BertConfig
-from keras_bert.models import BertEncoder
+from keras_bert.models import (
+    BertClassifier,
+    BertEncoder,
+    BertMaskedLM,
+    BertMultipleChoice,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 from keras_bert.presets import list_presets, load_preset
-from keras_bert.text import BertPackInputs, BertPreprocessor, BertTokenizer, MaskedLMMasker
+from keras_bert.text import (
+    BertMaskedLMPreprocessor,
+    BertMultipleChoicePreprocessor,
+    BertPackInputs,
+    BertPreprocessor,
+    BertPretrainerPreprocessor,
+    BertTokenClassifierPreprocessor,
+    BertTokenizer,
+    MaskedLMMasker,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BertClassifier",
     "BertConfig",
     "BertEncoder",
+    "BertMaskedLM",
+    "BertMaskedLMPreprocessor",
+    "BertMultipleChoice",
+    "BertMultipleChoicePreprocessor",
     "BertPackInputs",
     "BertPreprocessor",
+    "BertPretrainer",
+    "BertPretrainerPreprocessor",
+    "BertSpanLabeler",
+    "BertTokenClassifier",
+    "BertTokenClassifierPreprocessor",
     "BertTokenizer",
     "MaskedLMMasker",
     "__version__",

@@ -1,7 +1,8 @@
 """Keras layers of the BERT encoder and its heads."""
 
 from keras_bert.layers.embeddings import BertEmbeddings
+from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
 
-__all__ = ["BertEmbeddings", "Pooler", "TransformerBlock"]
+__all__ = ["BertEmbeddings", "MaskedLMHead", "Pooler", "TransformerBlock"]

@@ -1,0 +1,110 @@
+"""`BertTokenClassifier`: a label per word (NER-style tagging)."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.models import task_data
+from keras_bert.models.classifier import (check_class_ids, check_class_ids_in_graph,
+                                          check_count, check_rate, head_dtype)
+from keras_bert.models.masked_lm import mlm_loss
+from keras_bert.models.task import Task
+from keras_bert.models.task_data import TaskInputError
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenClassifier(Task):
+    """BERT for tagging: ``sequence_output`` -> dropout -> dense, logits
+    ``[batch, seq, num_classes]``.
+
+    Words are labelled through their first WordPiece: a `BertTokenClassifierPreprocessor`
+    takes words (a list of word lists, or texts split on whitespace) with one label per word,
+    puts each word's label on its first piece and gives the other pieces, ``[CLS]``, ``[SEP]``
+    and padding sample weight 0, so loss and metrics ignore them (the loss averages over the
+    labelled pieces). `predict_words` maps predictions back to words.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of tags.
+        preprocessor: a `BertTokenClassifierPreprocessor`, or None for packed inputs.
+        dropout: dropout before the dense layer (default: the encoder's hidden dropout).
+
+    Example:
+
+    >>> from keras_bert import (BertConfig, BertEncoder, BertTokenClassifier,
+    ...                         BertTokenClassifierPreprocessor)
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "is", "big", "##gest"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertTokenClassifier(
+    ...     encoder, num_classes=3, preprocessor=BertTokenClassifierPreprocessor(vocab, seq_length=8))
+    >>> words = [["Paris", "is", "biggest"]]
+    >>> history = model.fit(words, [[1, 0, 2]], verbose=0)
+    >>> [len(tags) for tags in model.predict_words(words)]
+    [3]
+    """
+
+    def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, **kwargs):
+        self.num_classes = check_count("num_classes", num_classes)
+        if dropout is None:
+            dropout = encoder.bert_config.hidden_dropout_prob
+        self.dropout = check_rate("dropout", dropout)
+        # The pooler is not used here: freeze it, as it gets no gradients.
+        encoder.pooler.trainable = False
+        inputs = encoder.input
+        sequence = encoder(inputs)["sequence_output"]  # [batch, seq, hidden]
+        x = keras.layers.Dropout(self.dropout, dtype=encoder.dtype_policy,
+                                 name="output_dropout")(sequence)
+        self.logits = keras.layers.Dense(
+            self.num_classes,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=encoder.bert_config.initializer_range),
+            dtype=head_dtype(encoder),
+            name="logits",
+        )
+        super().__init__(inputs=inputs, outputs=self.logits(x), encoder=encoder,
+                         preprocessor=preprocessor, **kwargs)
+
+    @property
+    def token_labels(self):
+        return True
+
+    def default_loss(self):
+        return mlm_loss()  # mean over the pieces with weight 1
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if metrics == "auto" and "weighted_metrics" not in kwargs:
+            kwargs["weighted_metrics"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            metrics = None
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def text_inputs(self, x):
+        return (task_data.word_lists(x),)
+
+    def labels(self, y):
+        return task_data.word_labels(y)
+
+    def check_labels(self, y):
+        check_class_ids(y.flat_values.numpy() if isinstance(y, tf.RaggedTensor) else y,
+                        self.num_classes, what="word label")
+
+    def check_labels_in_graph(self, y):
+        return check_class_ids_in_graph(y, self.num_classes)
+
+    def predict_words(self, words, batch_size=None, verbose=0):
+        """Predicted class id of every word: a list (per text) of lists (per word)."""
+        texts = task_data.word_lists(words)
+        first = self.preprocessor.first_piece_positions(texts)  # ragged [batch, (words)]
+        logits = self.predict(texts, batch_size=batch_size, verbose=verbose)
+        classes = np.argmax(logits, axis=-1)
+        return [[int(classes[i, p]) for p in row] for i, row in enumerate(first.to_list())]
+
+    def head_variables(self):
+        return {"output_weights": (self.logits.kernel, True),
+                "output_bias": (self.logits.bias, False)}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_classes": self.num_classes, "dropout": self.dropout})
+        return config

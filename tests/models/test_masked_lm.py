@@ -1,0 +1,87 @@
+"""BertMaskedLM and BertPretrainer: heads at masked positions only, tied decoder, losses."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import (BertMaskedLM, BertMaskedLMPreprocessor, BertPretrainer,
+                        BertPretrainerPreprocessor)
+from keras_bert.training import AdamW
+from tiny import VOCAB, tiny_encoder  # tests/models/tiny.py
+
+TEXTS = ["the cat sat", "the dog ran", "paris is red", "london is blue"] * 4
+
+
+def test_decoder_is_tied_to_the_word_embeddings():
+    model = BertMaskedLM(tiny_encoder())
+    table = model.encoder.embeddings.word_embeddings
+    assert model.mlm_head.decoder_table is table
+    ids = {id(v) for v in model.trainable_variables}
+    assert len(ids) == len(model.trainable_variables)  # the shared table counted once
+    assert not hasattr(model.mlm_head, "decoder")
+
+
+def test_logits_only_at_masked_positions_and_match_a_reference():
+    model = BertMaskedLM(tiny_encoder())
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, len(VOCAB), size=(2, 10)).astype("int32")
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+         "input_type_ids": np.zeros_like(ids), "masked_lm_positions": np.array([[1, 7], [3, 0]])}
+    logits = model.predict(x, verbose=0)
+    assert logits.shape == (2, 2, len(VOCAB))
+    sequence = model.encoder({k: v for k, v in x.items() if k != "masked_lm_positions"})[
+        "sequence_output"].numpy()
+    head = model.mlm_head
+    h = np.take_along_axis(sequence, x["masked_lm_positions"][..., None], axis=1)
+    h = h @ head.dense.kernel.numpy() + head.dense.bias.numpy()
+    h = 0.5 * h * (1 + np.vectorize(__import__("math").erf)(h / np.sqrt(2)))  # exact gelu
+    mean, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
+    h = (h - mean) / np.sqrt(var + 1e-12) * head.layer_norm.gamma.numpy() + \
+        head.layer_norm.beta.numpy()
+    want = h @ model.encoder.embeddings.word_embeddings.numpy().T + head.output_bias.numpy()
+    np.testing.assert_allclose(logits, want, atol=1e-4)
+
+
+def test_masked_lm_fits_raw_text_with_dynamic_masks(tmp_path):
+    keras.utils.set_random_seed(0)
+    preprocessor = BertMaskedLMPreprocessor(VOCAB, seq_length=8, max_predictions_per_seq=3,
+                                            seed=1)
+    model = BertMaskedLM(tiny_encoder(), preprocessor=preprocessor)
+    model.compile(optimizer=AdamW(learning_rate=3e-3))
+    history = model.fit(TEXTS, epochs=20, batch_size=8, verbose=0)
+    assert set(history.history) == {"loss", "accuracy"}
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    x1, _, _ = preprocessor(TEXTS[:4])
+    x2, _, _ = preprocessor(TEXTS[:4])
+    assert not np.array_equal(x1["masked_lm_positions"], x2["masked_lm_positions"]) or \
+        not np.array_equal(x1["input_word_ids"], x2["input_word_ids"])
+    model.save(tmp_path / "mlm.keras")
+    loaded = keras.saving.load_model(tmp_path / "mlm.keras")
+    x = {k: v.numpy() for k, v in x1.items()}
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
+                               atol=1e-6)
+    assert loaded.mlm_head.decoder_table is loaded.encoder.embeddings.word_embeddings
+
+
+def test_pretrainer_outputs_losses_and_round_trip(tmp_path):
+    keras.utils.set_random_seed(0)
+    preprocessor = BertPretrainerPreprocessor(VOCAB, seq_length=12, max_predictions_per_seq=3,
+                                              seed=2)
+    model = BertPretrainer(tiny_encoder(), preprocessor=preprocessor)
+    model.compile(optimizer=AdamW(learning_rate=3e-3))
+    a, b = TEXTS[:8], TEXTS[1:9]
+    nsp = np.array([0, 1] * 4)
+    history = model.fit((a, b), nsp, epochs=10, batch_size=4, verbose=0)
+    assert {"loss", "mlm_logits_loss", "nsp_logits_loss"} <= set(history.history)
+    out = model.predict((a, b), verbose=0)
+    assert out["mlm_logits"].shape == (8, 3, len(VOCAB)) and out["nsp_logits"].shape == (8, 2)
+    names = set(model.head_variables())
+    assert {"cls/predictions/output_bias", "cls/seq_relationship/output_weights"} <= names
+    model.save(tmp_path / "pre.keras")
+    loaded = keras.saving.load_model(tmp_path / "pre.keras")
+    x = {k: v.numpy() for k, v in preprocessor((tf.constant(a), tf.constant(b))).items()}
+    want = model.predict(x, verbose=0)
+    got = loaded.predict(x, verbose=0)
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], atol=1e-6)

@@ -1,0 +1,49 @@
+"""BertSpanLabeler: start/end logits, the original loss, raw (question, context) pairs."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import BertPreprocessor, BertSpanLabeler
+from keras_bert.training import AdamW
+from tiny import VOCAB, tiny_encoder  # tests/models/tiny.py
+
+
+@pytest.fixture
+def model():
+    keras.utils.set_random_seed(0)
+    model = BertSpanLabeler(tiny_encoder(),
+                            preprocessor=BertPreprocessor(VOCAB, seq_length=16,
+                                                          truncator="waterfall"))
+    model.compile(optimizer=AdamW(learning_rate=3e-3))
+    return model
+
+
+def test_loss_is_the_mean_of_start_and_end_cross_entropy(model):
+    x = {k: v.numpy() for k, v in model.preprocessor((tf.constant(["who sat"]),
+                                                      tf.constant(["the cat sat"]))).items()}
+    y = {"start_logits": np.array([4]), "end_logits": np.array([5])}
+    out = model.predict(x, verbose=0)
+    ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    want = 0.5 * (float(ce(y["start_logits"], out["start_logits"])) +
+                  float(ce(y["end_logits"], out["end_logits"])))
+    got = model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
+    assert got == pytest.approx(want, rel=1e-5)
+
+
+def test_learns_positions_and_takes_raw_pairs(model, tmp_path):
+    questions, contexts = ["who sat", "who ran"] * 4, ["the cat sat", "the dog ran"] * 4
+    # [CLS] who sat [SEP] the cat sat [SEP]: the answer "cat" is token 5.
+    y = {"start_logits": np.full(8, 5), "end_logits": np.full(8, 5)}
+    x = {k: v.numpy() for k, v in model.preprocessor((tf.constant(questions),
+                                                      tf.constant(contexts))).items()}
+    history = model.fit(x, y, epochs=30, batch_size=4, verbose=0)
+    assert history.history["loss"][-1] < 0.3 * history.history["loss"][0]
+    out = model.predict((questions, contexts), verbose=0)
+    assert out["start_logits"].shape == (8, 16)
+    assert (out["start_logits"].argmax(-1) == 5).all()
+    model.save(tmp_path / "span.keras")
+    loaded = keras.saving.load_model(tmp_path / "span.keras")
+    again = loaded.predict((questions, contexts), verbose=0)
+    np.testing.assert_allclose(again["end_logits"], out["end_logits"], atol=1e-6)
