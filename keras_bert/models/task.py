@@ -29,7 +29,7 @@ class Task(keras.Model):
       `tf.data.Dataset` of those, go through ``preprocessor`` on `tf.data` threads; packed
       dicts (``input_word_ids``, ``input_mask``, ``input_type_ids``) go straight to the model,
       and so does everything when ``preprocessor`` is None. In training and evaluation each
-      batch is cut to its longest sequence (rounded up to 16), which changes no result.
+      batch is cut to its longest sequence (rounded up to 8), which changes no result.
     * ``compile()`` defaults: the original BERT fine-tuning recipe (AdamW, weight decay 0.01
       except LayerNorm and biases, gradients clipped to norm 1.0, learning rate 5e-5 warmed up
       over the first 10% of the steps, then decayed linearly to 0 at the last step of ``fit``;
@@ -183,6 +183,15 @@ class Task(keras.Model):
         return keras.utils.unpack_x_y_sample_weight(out) if isinstance(out, tuple) else (
             out, y, sample_weight)
 
+    def steps_per_epoch(self, num_examples, batch_size=32, shuffle=True):
+        """How many batches ``fit`` makes of ``num_examples`` in-memory raw examples (the
+        length-grouped chunks end in partial batches), to size a schedule exactly."""
+        if shuffle and self.group_by_length:
+            chunk = batch_size * LENGTH_GROUP
+            return num_examples // chunk * LENGTH_GROUP + math.ceil(
+                num_examples % chunk / batch_size)
+        return math.ceil(num_examples / batch_size)
+
     def _dataset(self, x, y, sample_weight, batch_size, shuffle, trim):
         """Raw inputs -> (batched, preprocessed dataset, batches per epoch or None).
 
@@ -225,12 +234,12 @@ class Task(keras.Model):
             ds = ds.batch(chunk).map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
             ds = ds.flat_map(lambda *e: task_data.sorted_batches(e, batch_size))
             ds = ds.shuffle(2 * LENGTH_GROUP, reshuffle_each_iteration=True)
-            steps = n // chunk * LENGTH_GROUP + math.ceil(n % chunk / batch_size)
+            steps = self.steps_per_epoch(n, batch_size)
             ds = ds.apply(tf.data.experimental.assert_cardinality(steps))
         else:
             ds = ds.batch(batch_size).map(self._preprocess_element,
                                           num_parallel_calls=tf.data.AUTOTUNE)
-            steps = math.ceil(n / batch_size)
+            steps = self.steps_per_epoch(n, batch_size, shuffle=False)
         if trim:
             ds = ds.map(self._trim, num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE), steps

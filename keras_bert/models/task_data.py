@@ -17,7 +17,7 @@ import tensorflow as tf
 
 # Per-token model inputs: [batch, (choices,) seq].
 TOKEN_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-PAD_MULTIPLE = 16  # trimmed lengths are rounded up to this, so few shapes get traced
+PAD_MULTIPLE = 8  # trimmed lengths are rounded up to this, so few shapes get traced
 
 
 class TaskInputError(ValueError):

@@ -1,0 +1,193 @@
+"""Fine-tuning examples from TSV, CSV or JSON Lines files with a header.
+
+`read_examples` reads one file (local or ``gs://``, through `tf.io.gfile`) into
+`Examples`: texts, optional second texts (sentence pairs) and labels. The format comes from
+the extension: ``.tsv`` (tab-separated, no quoting, as GLUE's files), ``.csv`` (RFC 4180
+quoting), ``.jsonl``/``.json`` (one JSON object per line). Every problem names the file and,
+where it has one, the line.
+"""
+
+import csv
+import dataclasses
+import io
+import json
+import math
+
+import tensorflow as tf
+
+FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
+LABEL_TYPES = ("class", "float")
+
+
+class DataFileError(ValueError):
+    """A data file that is missing, empty or malformed, or lacks a column."""
+
+
+@dataclasses.dataclass
+class Examples:
+    """Rows of a data file: ``texts`` (str), ``texts_b`` (str, or None for single texts),
+    ``labels`` (int class ids or floats, or None without a label column) and
+    ``label_names`` (class id -> the label as written in the file, for string labels)."""
+
+    texts: list
+    texts_b: list = None
+    labels: list = None
+    label_names: list = None
+
+    def __len__(self):
+        return len(self.texts)
+
+    @property
+    def x(self):
+        """What a task model's fit/predict takes: the texts, or a tuple of pair segments."""
+        return self.texts if self.texts_b is None else (self.texts, self.texts_b)
+
+
+def file_format(path):
+    for ending, name in FORMATS.items():
+        if str(path).lower().endswith(ending):
+            return name
+    raise DataFileError(f"{path}: unknown data file type; use one of "
+                        f"{', '.join(sorted(FORMATS))}.")
+
+
+def _rows(path, fmt):
+    """Yields (line number, {column: value}) of a file with a header."""
+    if not tf.io.gfile.exists(path):
+        raise DataFileError(f"{path}: no such data file.")
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            raw = f.read()
+    except tf.errors.OpError as e:
+        raise DataFileError(f"{path}: cannot read it ({e.message}).") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise DataFileError(f"{path} line {line}: not UTF-8 ({e.reason}).") from None
+    if not text.strip():
+        raise DataFileError(f"{path}: the file is empty; expected a header line and rows.")
+    if fmt == "jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFileError(f"{path} line {number}: not valid JSON ({e.msg}).") from None
+            if not isinstance(row, dict):
+                raise DataFileError(f"{path} line {number}: expected a JSON object, got "
+                                    f"{type(row).__name__}.")
+            yield number, row
+        return
+    if fmt == "tsv":
+        reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
+    else:
+        reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+        for row in reader:
+            number = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise DataFileError(f"{path} line {number}: {len(row)} fields, but the header "
+                                    f"has {len(header)} ({header}).")
+            yield number, dict(zip(header, row))
+    except csv.Error as e:
+        raise DataFileError(f"{path} line {reader.line_num}: {e}.") from None
+
+
+def read_examples(path, text_column, text_b_column=None, label_column=None,
+                  label_type="class", label_names=None):
+    """Reads ``path`` into `Examples`.
+
+    Args:
+        path: a ``.tsv``, ``.csv`` or ``.jsonl`` file with a header (JSON Lines: keys).
+        text_column: the column of the (first) text.
+        text_b_column: the column of the second text of sentence pairs, if any.
+        label_column: the label column, if any (test files may have none).
+        label_type: ``"class"`` (integers, or strings mapped to ids by ``label_names`` or,
+            without it, in sorted order) or ``"float"`` (regression).
+        label_names: the class names in id order, to map string labels the same way across
+            files (pass the train file's ``Examples.label_names`` to its eval file).
+
+    Example:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("sentence\\tlabel\\na great movie\\tpos\\ndull\\tneg\\n")
+    >>> examples = read_examples(path, "sentence", label_column="label")
+    >>> examples.texts, examples.labels, examples.label_names
+    (['a great movie', 'dull'], [1, 0], ['neg', 'pos'])
+    """
+    if label_type not in LABEL_TYPES:
+        raise ValueError(f"label_type must be one of {LABEL_TYPES}, got {label_type!r}.")
+    fmt = file_format(path)
+    wanted = [c for c in (text_column, text_b_column, label_column) if c]
+    texts, texts_b, raw_labels = [], [], []
+    seen_header = False
+    for number, row in _rows(path, fmt):
+        if not seen_header:
+            missing = [c for c in wanted if c not in row]
+            if missing:
+                raise DataFileError(f"{path}: no column {', '.join(map(repr, missing))}; the "
+                                    f"columns are {sorted(row)}.")
+            seen_header = True
+        values = {}
+        for column in wanted:
+            if column not in row:
+                raise DataFileError(f"{path} line {number}: no {column!r}.")
+            values[column] = row[column]
+        for column in (text_column, text_b_column):
+            if column and not isinstance(values[column], str):
+                raise DataFileError(f"{path} line {number}: {column!r} is "
+                                    f"{values[column]!r}, not text.")
+        texts.append(values[text_column])
+        if text_b_column:
+            texts_b.append(values[text_b_column])
+        if label_column:
+            raw_labels.append((number, values[label_column]))
+    if not texts:
+        raise DataFileError(f"{path}: a header but no rows.")
+    labels, names = None, None
+    if label_column:
+        labels, names = _labels(path, raw_labels, label_type, label_names)
+    return Examples(texts, texts_b if text_b_column else None, labels, names)
+
+
+def _labels(path, raw, label_type, label_names):
+    if label_type == "float":
+        out = []
+        for number, value in raw:
+            try:
+                number_value = float(value)
+            except (TypeError, ValueError):
+                raise DataFileError(f"{path} line {number}: label {value!r} is not a number.") \
+                    from None
+            if not math.isfinite(number_value):
+                raise DataFileError(f"{path} line {number}: label {value!r} is not finite.")
+            out.append(number_value)
+        return out, None
+    as_ints = []
+    for _, value in raw:
+        if isinstance(value, bool):
+            break
+        try:
+            as_ints.append(int(str(value).strip()))
+        except ValueError:
+            break
+    if len(as_ints) == len(raw) and label_names is None:
+        return as_ints, None
+    names = list(label_names) if label_names is not None else sorted(
+        {str(v).strip() for _, v in raw})
+    index = {name: i for i, name in enumerate(names)}
+    out = []
+    for number, value in raw:
+        key = str(value).strip()
+        if key not in index:
+            raise DataFileError(f"{path} line {number}: label {value!r} is not one of the "
+                                f"classes {names}.")
+        out.append(index[key])
+    return out, names
