@@ -26,7 +26,9 @@ class BertEncoder(PresetMixin, keras.Model):
 
     Args:
         config: a `BertConfig` (or its dict).
-        dtype: a Keras dtype policy name such as ``"mixed_bfloat16"``; default: the global one.
+        dtype: a Keras dtype policy (or its name, such as ``"mixed_bfloat16"``) for the model
+            and every layer in it; ``encoder.dtype_policy`` reports it, and a ``.keras`` file
+            keeps it. Default: the global policy.
 
     Example:
 
@@ -55,8 +57,9 @@ class BertEncoder(PresetMixin, keras.Model):
         elif not isinstance(config, BertConfig):
             raise TypeError(f"config must be a BertConfig or dict, got {type(config).__name__}.")
         kwargs.setdefault("name", "bert_encoder")
-        if dtype is not None:
-            dtype = keras.dtype_policies.get(dtype)
+        # One policy for the model and every layer in it; keras.Model's functional
+        # constructor takes no dtype, so the model's own is set after it (below).
+        policy = keras.config.dtype_policy() if dtype is None else keras.dtype_policies.get(dtype)
 
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
@@ -69,7 +72,7 @@ class BertEncoder(PresetMixin, keras.Model):
             initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps,
             dropout=config.hidden_dropout_prob,
-            dtype=dtype,
+            dtype=policy,
             name="embeddings",
         )
         x = embeddings((inputs["input_word_ids"], inputs["input_type_ids"]))
@@ -85,7 +88,7 @@ class BertEncoder(PresetMixin, keras.Model):
                 attention_dropout=config.attention_probs_dropout_prob,
                 initializer_range=config.initializer_range,
                 layer_norm_eps=config.layer_norm_eps,
-                dtype=dtype,
+                dtype=policy,
                 name=f"transformer_block_{i}",
             )
             x = block((x, inputs["input_mask"]))
@@ -94,7 +97,7 @@ class BertEncoder(PresetMixin, keras.Model):
         pooler = Pooler(
             config.hidden_size,
             initializer_range=config.initializer_range,
-            dtype=dtype,
+            dtype=policy,
             name="pooler",
         )
         outputs = {
@@ -103,6 +106,7 @@ class BertEncoder(PresetMixin, keras.Model):
             "encoder_outputs": encoder_outputs,
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = policy  # what get_config saves and a .keras file restores
         self.bert_config = config
         self.embeddings = embeddings
         self.transformer_blocks = blocks
