@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert.config import BertConfig
+from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
@@ -49,14 +50,16 @@ class BertEncoder(PresetMixin, keras.Model):
     writes config, vocabulary and weights in a layout ``from_preset(dir)`` loads back.
     """
 
-    def __init__(self, config=None, dtype=None, **kwargs):
+    def __init__(self, config=None, dtype=None, name="bert_encoder", trainable=True, **kwargs):
+        # keras.Model's functional constructor drops keyword arguments it does not know.
+        check_kwargs("BertEncoder()", kwargs,
+                     {"BertEncoder arguments": keyword_parameters(BertEncoder.__init__)})
         if config is None:
             config = BertConfig()
         elif isinstance(config, dict):
             config = BertConfig.from_dict(config)
         elif not isinstance(config, BertConfig):
             raise TypeError(f"config must be a BertConfig or dict, got {type(config).__name__}.")
-        kwargs.setdefault("name", "bert_encoder")
         # One policy for the model and every layer in it; keras.Model's functional
         # constructor takes no dtype, so the model's own is set after it (below).
         policy = keras.config.dtype_policy() if dtype is None else keras.dtype_policies.get(dtype)
@@ -105,7 +108,7 @@ class BertEncoder(PresetMixin, keras.Model):
             "pooled_output": pooler(x),
             "encoder_outputs": encoder_outputs,
         }
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable)
         self.dtype_policy = policy  # what get_config saves and a .keras file restores
         self.bert_config = config
         self.embeddings = embeddings

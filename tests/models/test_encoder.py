@@ -176,3 +176,13 @@ def test_mixed_policy_is_reported_and_survives_a_keras_round_trip(tmp_path, made
     for key in ("sequence_output", "pooled_output"):
         np.testing.assert_array_equal(np.asarray(keras.ops.cast(before[key], "float32")),
                                       np.asarray(keras.ops.cast(after[key], "float32")), key)
+
+
+def test_misspelled_constructor_argument_is_a_type_error_naming_it():
+    config = _small_encoder().bert_config
+    with pytest.raises(TypeError, match=r"BertEncoder\(\) got unknown keyword argument 'nme' "
+                                        r"\(did you mean 'name'\?\)\. It accepts BertEncoder "
+                                        r"arguments: config, dtype, name, trainable\.$"):
+        BertEncoder(config, nme="x")
+    frozen = BertEncoder(config, name="x", trainable=False)
+    assert (frozen.name, frozen.trainable) == ("x", False)
