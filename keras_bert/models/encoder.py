@@ -8,6 +8,7 @@ from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
+from keras_bert.models import memory
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
 
@@ -30,6 +31,9 @@ class BertEncoder(PresetMixin, keras.Model):
         dtype: a Keras dtype policy (or its name, such as ``"mixed_bfloat16"``) for the model
             and every layer in it; ``encoder.dtype_policy`` reports it, and a ``.keras`` file
             keeps it. Default: the global policy.
+
+    Sizes whose weights would not fit in the memory available raise
+    `keras_bert.models.memory.ModelTooLargeError` at once, before any variable is made.
 
     Example:
 
@@ -63,6 +67,7 @@ class BertEncoder(PresetMixin, keras.Model):
         # One policy for the model and every layer in it; keras.Model's functional
         # constructor takes no dtype, so the model's own is set after it (below).
         policy = keras.config.dtype_policy() if dtype is None else keras.dtype_policies.get(dtype)
+        memory.check_weights_fit(config, policy.variable_dtype)  # before any variable exists
 
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
