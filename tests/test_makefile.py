@@ -7,6 +7,7 @@ is checked with `make -n` (what it would run), .ci/run with a `make` on PATH tha
 its calls: the real installs take minutes and the network.
 """
 
+import json
 import os
 import pathlib
 import re
@@ -75,6 +76,84 @@ def test_check_venv_requires_the_preset_packages(tmp_path, flags):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "keras-bert-no-such-package==1.0 is not installed" in result.stderr
+
+
+def _requirement_names(name):
+    from packaging.requirements import Requirement
+
+    names = []
+    for line in (REPO / name).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            names.append(Requirement(line).name)
+    return names
+
+
+def _canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _installed_by_make_demo():
+    """Distributions `make demo`'s install brings: requirements.txt with its dependencies
+    (as pip resolves them, from the installed metadata) and requirements-presets.txt alone."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    found, todo = set(), list(_requirement_names("requirements.txt"))
+    while todo:
+        name = _canonical(todo.pop())
+        if name in found:
+            continue
+        found.add(name)
+        try:
+            requires = importlib.metadata.distribution(name).requires or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return found | {_canonical(n) for n in _requirement_names("requirements-presets.txt")}
+
+
+# Distributions a new virtual environment starts with, and the project itself.
+_VENV_BASE = {"pip", "setuptools", "keras-bert-zoo"}
+
+# Run as a script: hides the given top-level modules, then runs the demo as `make demo` does.
+_DEMO_WITHOUT = """
+import json, runpy, sys
+
+class Hide:
+    hidden = set(json.loads(sys.argv[2]))
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.hidden:
+            raise ModuleNotFoundError(f"No module named {name!r} (not installed by make demo)")
+        return None
+
+sys.meta_path.insert(0, Hide())
+sys.argv = sys.argv[1:2]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_the_demo_runs_with_only_what_make_demo_installs():
+    # The demo in this environment, with every module that make demo's install would not
+    # bring hidden: what a fresh clone's .venv holds. (Optional imports just fall back.)
+    import importlib.metadata
+
+    installed = _installed_by_make_demo() | _VENV_BASE
+    hidden = sorted(
+        module for module, dists in importlib.metadata.packages_distributions().items()
+        if module not in sys.stdlib_module_names
+        and not {_canonical(d) for d in dists} & installed)
+    assert "torch" in hidden  # the demo must not need the test extras
+    result = subprocess.run(
+        [sys.executable, "-c", _DEMO_WITHOUT, "examples/demo.py", json.dumps(hidden)],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Cosine similarity" in result.stdout
 
 
 def _stamp(lines, kind):
