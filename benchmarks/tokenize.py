@@ -25,11 +25,6 @@ _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _he
 import os
 import sys
 
-# Run as a script, this file's folder is sys.path[0], where it would shadow the standard
-# library's `tokenize` module (imported by linecache, inspect, ...). Drop it first.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import time  # noqa: E402
@@ -65,7 +60,7 @@ def _ragged_lists(outputs):
 
 def main(argv):
     del argv
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras_bert  # noqa: F401  (loads TensorFlow without its C++ start-up lines)
     import tensorflow as tf
 
     from keras_bert.text import BertTokenizer

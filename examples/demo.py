@@ -9,8 +9,11 @@ similarities.
 """
 
 import os
+import pathlib
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
 
 from absl import app, flags, logging  # noqa: E402
 
@@ -61,8 +64,11 @@ def main(argv):
     import keras_bert  # loads TensorFlow quietly (see keras_bert/backend.py)
 
     sentences = SENTENCES_FLAG.value or SENTENCES
-    preprocessor = keras_bert.BertPreprocessor.from_preset(PRESET.value)
-    encoder = keras_bert.BertEncoder.from_preset(PRESET.value)
+    try:
+        preprocessor = keras_bert.BertPreprocessor.from_preset(PRESET.value)
+        encoder = keras_bert.BertEncoder.from_preset(PRESET.value)
+    except keras_bert.checkpoints.CheckpointError as error:  # unknown, missing or bad preset
+        sys.exit(f"demo.py: {error}")
 
     with keras_bert.backend.quiet_native_stderr():  # TF's one-off oneDNN notices
         inputs = preprocessor(sentences)

@@ -12,6 +12,7 @@ Each reader maps its format's spelling onto these, and each writer maps back.
 """
 
 import copy
+import difflib
 import json
 import os
 
@@ -71,6 +72,11 @@ class BertConfigError(ValueError):
     """A BERT configuration that cannot describe a working model."""
 
 
+class UnknownFieldError(BertConfigError, TypeError):
+    """A field name `BertConfig` does not have: a misspelled keyword argument, so a
+    `TypeError` as well (as for every keras_bert constructor)."""
+
+
 class BertConfig:
     """Hyper-parameters of a BERT encoder, named as in Google's ``bert_config.json``.
 
@@ -103,8 +109,10 @@ class BertConfig:
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(_FIELDS))
         if unknown:
-            raise BertConfigError(
-                f"Unknown BertConfig field(s) {unknown}; known fields: {sorted(_FIELDS)}."
+            close = [m for name in unknown for m in difflib.get_close_matches(name, _FIELDS, n=1)]
+            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+            raise UnknownFieldError(
+                f"Unknown BertConfig field(s) {unknown}{hint}; known fields: {sorted(_FIELDS)}."
             )
         for name, default in _FIELDS.items():
             setattr(self, name, kwargs.get(name, default))

@@ -43,6 +43,13 @@ def test_unknown_field():
         BertConfig(hiden_size=12)
 
 
+def test_unknown_field_is_also_a_type_error_suggesting_the_field():
+    # A misspelled keyword argument is a TypeError, as for every keras_bert constructor.
+    with pytest.raises(TypeError, match=r"Unknown BertConfig field\(s\) \['hiden_size'\] "
+                                        r"\(did you mean 'hidden_size'\?\); known fields: "):
+        BertConfig(hiden_size=12)
+
+
 def test_google_gelu_is_the_tanh_approximation(tmp_path):
     path = tmp_path / "bert_config.json"
     path.write_text(json.dumps({**SMALL, "hidden_act": "gelu", "directionality": "bidi"}))

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import check_layer_kwargs
 from keras_bert.layers.layer_norm import layer_norm_float32
 
 
@@ -35,6 +36,7 @@ class BertEmbeddings(keras.layers.Layer):
         dropout=0.1,
         **kwargs,
     ):
+        check_layer_kwargs(self, kwargs)
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size

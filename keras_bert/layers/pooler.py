@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert.layers.arguments import check_layer_kwargs
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class Pooler(keras.layers.Layer):
@@ -17,6 +19,7 @@ class Pooler(keras.layers.Layer):
     """
 
     def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
+        check_layer_kwargs(self, kwargs)
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range

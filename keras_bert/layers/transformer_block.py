@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers import activations
+from keras_bert.layers.arguments import check_layer_kwargs
 from keras_bert.layers.layer_norm import layer_norm_float32
 
 # Added to attention scores of padding positions, as in Google's modeling.py.
@@ -54,6 +55,7 @@ class TransformerBlock(keras.layers.Layer):
         layer_norm_eps=1e-12,
         **kwargs,
     ):
+        check_layer_kwargs(self, kwargs)
         super().__init__(**kwargs)
         if hidden_size % num_attention_heads:
             raise ValueError(

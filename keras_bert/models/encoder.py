@@ -4,9 +4,11 @@ import keras
 import numpy as np
 
 from keras_bert.config import BertConfig
+from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
+from keras_bert.models import memory
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
 
@@ -26,7 +28,12 @@ class BertEncoder(PresetMixin, keras.Model):
 
     Args:
         config: a `BertConfig` (or its dict).
-        dtype: a Keras dtype policy name such as ``"mixed_bfloat16"``; default: the global one.
+        dtype: a Keras dtype policy (or its name, such as ``"mixed_bfloat16"``) for the model
+            and every layer in it; ``encoder.dtype_policy`` reports it, and a ``.keras`` file
+            keeps it. Default: the global policy.
+
+    Sizes whose weights would not fit in the memory available raise
+    `keras_bert.models.memory.ModelTooLargeError` at once, before any variable is made.
 
     Example:
 
@@ -47,16 +54,20 @@ class BertEncoder(PresetMixin, keras.Model):
     writes config, vocabulary and weights in a layout ``from_preset(dir)`` loads back.
     """
 
-    def __init__(self, config=None, dtype=None, **kwargs):
+    def __init__(self, config=None, dtype=None, name="bert_encoder", trainable=True, **kwargs):
+        # keras.Model's functional constructor drops keyword arguments it does not know.
+        check_kwargs("BertEncoder()", kwargs,
+                     {"BertEncoder arguments": keyword_parameters(BertEncoder.__init__)})
         if config is None:
             config = BertConfig()
         elif isinstance(config, dict):
             config = BertConfig.from_dict(config)
         elif not isinstance(config, BertConfig):
             raise TypeError(f"config must be a BertConfig or dict, got {type(config).__name__}.")
-        kwargs.setdefault("name", "bert_encoder")
-        if dtype is not None:
-            dtype = keras.dtype_policies.get(dtype)
+        # One policy for the model and every layer in it; keras.Model's functional
+        # constructor takes no dtype, so the model's own is set after it (below).
+        policy = keras.config.dtype_policy() if dtype is None else keras.dtype_policies.get(dtype)
+        memory.check_weights_fit(config, policy.variable_dtype)  # before any variable exists
 
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
@@ -69,7 +80,7 @@ class BertEncoder(PresetMixin, keras.Model):
             initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps,
             dropout=config.hidden_dropout_prob,
-            dtype=dtype,
+            dtype=policy,
             name="embeddings",
         )
         x = embeddings((inputs["input_word_ids"], inputs["input_type_ids"]))
@@ -85,7 +96,7 @@ class BertEncoder(PresetMixin, keras.Model):
                 attention_dropout=config.attention_probs_dropout_prob,
                 initializer_range=config.initializer_range,
                 layer_norm_eps=config.layer_norm_eps,
-                dtype=dtype,
+                dtype=policy,
                 name=f"transformer_block_{i}",
             )
             x = block((x, inputs["input_mask"]))
@@ -94,7 +105,7 @@ class BertEncoder(PresetMixin, keras.Model):
         pooler = Pooler(
             config.hidden_size,
             initializer_range=config.initializer_range,
-            dtype=dtype,
+            dtype=policy,
             name="pooler",
         )
         outputs = {
@@ -102,7 +113,8 @@ class BertEncoder(PresetMixin, keras.Model):
             "pooled_output": pooler(x),
             "encoder_outputs": encoder_outputs,
         }
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable)
+        self.dtype_policy = policy  # what get_config saves and a .keras file restores
         self.bert_config = config
         self.embeddings = embeddings
         self.transformer_blocks = blocks

@@ -7,22 +7,34 @@ A model class mixes it in and provides, if it differs from the defaults here:
 * ``_load_preset_weights(weights, source)``: assign the canonical weights (default:
   ``self.set_canonical_weights``);
 * ``_preset_weights()``: the canonical dict to save (default: ``get_canonical_weights()``);
-* ``_preset_config()``: the `BertConfig` to save (default: ``self.bert_config``).
+* ``_preset_config()``: the `BertConfig` to save (default: ``self.bert_config``);
+* ``_preset_model_arguments()``: the constructor arguments ``from_preset`` passes on
+  (default: the keyword parameters of ``__init__`` but ``config``).
 """
 
 from keras_bert.config import BertConfig
+from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 from keras_bert.presets import load_preset
 
 # Keyword arguments of from_preset that steer loading rather than the model.
 _LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")
 
 
-def split_kwargs(kwargs):
-    """Splits ``from_preset`` kwargs into (load options, config overrides, model kwargs)."""
-    fields = set(BertConfig().to_dict())
-    load = {k: kwargs.pop(k) for k in list(kwargs) if k in _LOAD_OPTIONS}
-    overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
-    return load, overrides, kwargs
+def split_kwargs(cls, kwargs):
+    """Splits ``from_preset`` kwargs into (load options, config overrides, model kwargs).
+
+    Raises `TypeError` naming any argument that is none of these, before anything is loaded.
+    """
+    fields = tuple(BertConfig().to_dict())
+    check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
+        "BertConfig fields": fields,
+        "loading options": _LOAD_OPTIONS,
+        f"{cls.__name__} arguments": cls._preset_model_arguments(),
+    })
+    load = {k: v for k, v in kwargs.items() if k in _LOAD_OPTIONS}
+    overrides = {k: v for k, v in kwargs.items() if k in fields}
+    model = {k: v for k, v in kwargs.items() if k not in load and k not in overrides}
+    return load, overrides, model
 
 
 class PresetMixin:
@@ -41,9 +53,10 @@ class PresetMixin:
                 a registry name downloads nothing (the cached copy is used when there).
             **kwargs: `BertConfig` fields to override (e.g. ``hidden_dropout_prob=0.2``),
                 loading options (``url``, ``sha256``, ``do_lower_case``, ``progress``), and
-                the model's own constructor arguments (e.g. ``dtype``, ``name``).
+                the model's own constructor arguments (e.g. ``dtype``, ``name``). Any other
+                name is a `TypeError` that lists these, raised before anything is loaded.
         """
-        load, overrides, kwargs = split_kwargs(dict(kwargs))
+        load, overrides, kwargs = split_kwargs(cls, kwargs)
         preset = load_preset(name_or_path, require_weights=load_weights, **load)
         config = preset.config.replace(**overrides) if overrides else preset.config
         model = cls._from_preset_config(config, **kwargs)
@@ -77,6 +90,10 @@ class PresetMixin:
     @classmethod
     def _from_preset_config(cls, config, **kwargs):
         return cls(config, **kwargs)
+
+    @classmethod
+    def _preset_model_arguments(cls):
+        return keyword_parameters(cls.__init__, skip=("config",))
 
     def _load_preset_weights(self, weights, source):
         self.set_canonical_weights(weights, source=source)

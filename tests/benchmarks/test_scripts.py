@@ -1,5 +1,6 @@
 """Every benchmark script starts and parses its flags (they are run by hand, not in CI)."""
 
+import json
 import pathlib
 import subprocess
 import sys
@@ -19,3 +20,25 @@ def test_script_starts(script):
     # absl's --help prints the flags and exits with status 1; a broken start is a traceback.
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "Try --helpfull" in result.stdout, result.stdout[-3000:]
+
+
+# The smallest run of each benchmark: what it prints must be its table and JSON line only.
+SMALL_RUNS = {
+    "encoder.py": ["--num_layers=1", "--batch_size=1", "--seq_length=8", "--rounds=1",
+                   "--steps=1", "--warmup=0", "--precisions=fp32", "--xla=on", "--ceiling=false",
+                   "--peers=keras_hub"],
+    "tokenize.py": ["--max_lines=20", "--repeats=1"],
+}
+
+
+def test_every_benchmark_has_a_small_run():
+    assert sorted(SMALL_RUNS) == [script.name for script in SCRIPTS]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_small_run_prints_no_tensorflow_noise(script):
+    result = subprocess.run([sys.executable, str(script), *SMALL_RUNS[script.name]], cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == ""  # no TensorFlow start-up, CUDA, oneDNN or XLA lines
+    json.loads(result.stdout.splitlines()[-1])  # the last line is the JSON summary

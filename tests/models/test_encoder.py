@@ -138,3 +138,51 @@ def test_from_preset_under_mixed_precision(tmp_path):
     assert np.abs(pooled - want["pooled_output"]).max() < 0.1
     np.testing.assert_array_equal(mixed.get_canonical_weights()["bert/pooler/dense/kernel"],
                                   encoder.get_canonical_weights()["bert/pooler/dense/kernel"])
+
+
+def _computing_layers(model):
+    """Every layer inside ``model`` but its Input layers (they compute nothing)."""
+    return [layer for layer in model._flatten_layers(include_self=False)
+            if not isinstance(layer, keras.layers.InputLayer)]
+
+
+def _assert_policy(model, name):
+    assert model.dtype_policy.name == name
+    for layer in _computing_layers(model):
+        assert layer.dtype_policy.name == name, layer.path
+    assert {v.dtype for v in model.weights} == {"float32"}  # variables stay float32
+
+
+@pytest.mark.parametrize("made_by", ["constructor", "from_preset"])
+def test_mixed_policy_is_reported_and_survives_a_keras_round_trip(tmp_path, made_by):
+    encoder = _small_encoder()
+    if made_by == "from_preset":
+        encoder.save_to_preset(str(tmp_path / "preset"))
+        mixed = BertEncoder.from_preset(str(tmp_path / "preset"), dtype="mixed_bfloat16")
+    else:
+        mixed = BertEncoder(encoder.bert_config, dtype="mixed_bfloat16")
+        mixed.set_canonical_weights(encoder.get_canonical_weights())
+    _assert_policy(mixed, "mixed_bfloat16")
+    inputs = _inputs(40)
+    before = mixed(inputs)
+    path = str(tmp_path / "mixed.keras")
+    mixed.save(path)
+    again = keras.models.load_model(path)
+    _assert_policy(again, "mixed_bfloat16")
+    after = again(inputs)
+    for out in (before, after):
+        assert [str(t.dtype.name) for t in [out["sequence_output"], out["pooled_output"]]
+                + out["encoder_outputs"]] == ["bfloat16"] * 4
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_array_equal(np.asarray(keras.ops.cast(before[key], "float32")),
+                                      np.asarray(keras.ops.cast(after[key], "float32")), key)
+
+
+def test_misspelled_constructor_argument_is_a_type_error_naming_it():
+    config = _small_encoder().bert_config
+    with pytest.raises(TypeError, match=r"BertEncoder\(\) got unknown keyword argument 'nme' "
+                                        r"\(did you mean 'name'\?\)\. It accepts BertEncoder "
+                                        r"arguments: config, dtype, name, trainable\.$"):
+        BertEncoder(config, nme="x")
+    frozen = BertEncoder(config, name="x", trainable=False)
+    assert (frozen.name, frozen.trainable) == ("x", False)

@@ -1,0 +1,45 @@
+"""`PresetMixin.from_preset`: how its keyword arguments are sorted and checked."""
+
+import time
+
+import pytest
+
+from keras_bert import BertConfig, BertEncoder
+
+
+@pytest.fixture(scope="module")
+def preset_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("preset")
+    config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=4, intermediate_size=32, max_position_embeddings=16)
+    BertEncoder(config).save_to_preset(str(path))
+    return str(path)
+
+
+def test_misspelled_config_field_is_a_type_error_listing_what_is_accepted(preset_dir):
+    with pytest.raises(TypeError, match=r"BertEncoder\.from_preset\(\) got unknown keyword "
+                                        r"argument 'hiden_dropout_prob' \(did you mean "
+                                        r"'hidden_dropout_prob'\?\)\. It accepts BertConfig "
+                                        r"fields: vocab_size, .*hidden_dropout_prob.*; loading "
+                                        r"options: url, sha256, do_lower_case, progress; "
+                                        r"BertEncoder arguments: dtype, name, trainable\.$"):
+        BertEncoder.from_preset(preset_dir, hiden_dropout_prob=0.2)
+
+
+def test_misspelled_argument_fails_before_anything_is_loaded():
+    # "base" is not cached and cannot be downloaded here: the TypeError must come first.
+    start = time.perf_counter()
+    with pytest.raises(TypeError, match=r"got unknown keyword argument 'nme' \(did you mean "
+                                        r"'name'\?\)"):
+        BertEncoder.from_preset("base", nme="x")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_every_kind_of_argument_is_still_accepted(preset_dir):
+    encoder = BertEncoder.from_preset(preset_dir, hidden_dropout_prob=0.2, do_lower_case=False,
+                                      progress=False, dtype="mixed_bfloat16", name="e",
+                                      trainable=False)
+    assert encoder.bert_config.hidden_dropout_prob == 0.2
+    assert encoder.do_lower_case is False
+    assert (encoder.dtype_policy.name, encoder.name, encoder.trainable) == (
+        "mixed_bfloat16", "e", False)
