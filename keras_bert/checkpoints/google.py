@@ -24,7 +24,13 @@ CHECKPOINT_PREFIX = "bert_model.ckpt"
 _SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/ExponentialMovingAverage")
 
 
+# Task heads of Google's fine-tuning scripts (run_classifier.py) live outside bert/ and cls/.
+TASK_HEAD_VARIABLES = ("output_weights", "output_bias")
+
+
 def _is_model_variable(name):
+    if name in TASK_HEAD_VARIABLES:
+        return True
     if not name.startswith(("bert/", "cls/")):
         return False
     return not name.endswith(_SLOT_SUFFIXES)

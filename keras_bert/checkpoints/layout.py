@@ -63,8 +63,9 @@ def read_config(directory):
 
 
 def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=None,
-          source=None):
-    """Writes ``weights`` (canonical dict) with config, vocab and metadata into ``directory``."""
+          source=None, extra=None):
+    """Writes ``weights`` (canonical dict) with config, vocab and metadata into ``directory``;
+    ``extra`` adds keys to the metadata (a task model's ``task`` and ``preprocessor``)."""
     google.write_directory(directory, config, weights, vocab_path=vocab_path)
     metadata = {
         "format": "keras_bert",
@@ -74,5 +75,6 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
         "source": source,
         "config": config.to_dict(),
     }
+    metadata.update(extra or {})
     write_json(os.path.join(directory, METADATA_FILE), metadata)
     return directory

@@ -5,6 +5,8 @@ import keras
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.models.classifier import head_dtype
 from keras_bert.models.task import Task
+from keras_bert.text.masked_lm_preprocessor import (BertMaskedLMPreprocessor,
+                                                    BertPretrainerPreprocessor)
 
 POSITIONS = "masked_lm_positions"
 
@@ -63,6 +65,8 @@ class BertMaskedLM(Task):
     (1, 1, 30)
     """
 
+    preprocessor_cls = BertMaskedLMPreprocessor
+
     def __init__(self, encoder, preprocessor=None, **kwargs):
         inputs, _, logits, head = _mlm_graph(encoder)
         self.mlm_head = head
@@ -111,6 +115,8 @@ class BertPretrainer(Task):
     >>> {k: v.shape for k, v in model.predict(x, verbose=0).items()}
     {'mlm_logits': (1, 2, 30), 'nsp_logits': (1, 2)}
     """
+
+    preprocessor_cls = BertPretrainerPreprocessor
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         inputs, outputs, mlm_logits, head = _mlm_graph(encoder)

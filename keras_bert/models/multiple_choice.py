@@ -7,6 +7,7 @@ from keras_bert.models.classifier import (check_class_ids, check_class_ids_in_gr
                                           check_count, check_rate, head_dtype)
 from keras_bert.models.encoder import INPUT_NAMES
 from keras_bert.models.task import Task
+from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -33,6 +34,8 @@ class BertMultipleChoice(Task):
     >>> model.predict(x, verbose=0).shape
     (2, 3)
     """
+
+    preprocessor_cls = BertMultipleChoicePreprocessor
 
     def __init__(self, encoder, num_choices, preprocessor=None, dropout=None, **kwargs):
         self.num_choices = check_count("num_choices", num_choices, low=2)

@@ -40,6 +40,9 @@ class BertSpanLabeler(Task):
     {'start_logits': (1, 7), 'end_logits': (1, 7)}
     """
 
+    # A (question, context) pair keeps its question and cuts the context.
+    preprocessor_defaults = {"truncator": "waterfall"}
+
     def __init__(self, encoder, preprocessor=None, **kwargs):
         # The pooler is not used here: freeze it, as it gets no gradients.
         encoder.pooler.trainable = False

@@ -7,8 +7,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models import task_data
+from keras_bert.layers.arguments import check_kwargs
+from keras_bert.models import task_data, task_presets
 from keras_bert.models.task_data import TaskInputError
+from keras_bert.text.preprocessor import BertPreprocessor
 
 DEFAULT_LEARNING_RATE = 5e-5
 DEFAULT_WARMUP_RATIO = 0.1
@@ -63,8 +65,16 @@ class Task(keras.Model):
     # fit() on in-memory raw text batches similar lengths together (see _dataset); set False
     # for batches drawn uniformly at random.
     group_by_length = True
+    # What from_preset attaches, and the arguments it gives it unless told otherwise.
+    preprocessor_cls = BertPreprocessor
+    preprocessor_defaults = {}
 
     def __init__(self, *args, encoder=None, preprocessor=None, compile=True, **kwargs):
+        # keras.Model's functional constructor drops keyword arguments it does not know.
+        check_kwargs(f"{type(self).__name__}()", kwargs, {
+            f"{type(self).__name__} arguments": task_presets.keyword_parameters(
+                type(self).__init__, skip=("encoder", "preprocessor")) + ("compile",),
+            "Keras model arguments": ("name", "trainable", "inputs", "outputs")})
         super().__init__(*args, **kwargs)
         self.encoder = encoder
         self.preprocessor = preprocessor
@@ -367,6 +377,36 @@ class Task(keras.Model):
         if self._raw(x) and not isinstance(x, tf.data.Dataset):
             x = self._preprocess_now(x)
         return super().predict_on_batch(x)
+
+    # ------------------------------------------------------------------ presets
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """Builds the task model from a preset: the encoder with its weights, the preset's
+        preprocessor (vocabulary and casing), and the head, loaded when the checkpoint has
+        it with the same shape (a preset saved by ``save_to_preset``, Google's pre-training
+        heads), fresh otherwise.
+
+        Args:
+            preset: a registered name (``keras_bert.presets()``), or a local directory
+                (keras_bert, Google, Hugging Face or keras-hub format) or Google ``.zip``.
+            load_weights: False builds the architecture with fresh weights.
+            **kwargs: the head's arguments (e.g. ``num_classes=2``; a preset saved from this
+                class supplies its own), the preprocessor's (``seq_length``, ...),
+                ``preprocessor=None`` for none, ``dtype``, `BertConfig` fields to override,
+                and loading options (``url``, ``sha256``, ``do_lower_case``, ``progress``).
+                Any other name is a `TypeError` raised before anything is loaded.
+        """
+        return task_presets.build_from_preset(cls, preset, load_weights=load_weights, **kwargs)
+
+    def save_to_preset(self, directory):
+        """Writes the encoder and the head (Google's names), the config, the vocabulary and
+        the task's arguments in keras_bert's layout; ``from_preset(directory)`` loads it."""
+        return task_presets.save_task_to_preset(self, directory)
+
+    def head_config(self):
+        """The head's constructor arguments (the config without encoder and preprocessor)."""
+        config = self.get_config()
+        return {k: v for k, v in config.items() if k not in ("encoder", "preprocessor", "name")}
 
     # ------------------------------------------------------------------ config
     def get_config(self):

@@ -10,6 +10,7 @@ from keras_bert.models.classifier import (check_class_ids, check_class_ids_in_gr
 from keras_bert.models.masked_lm import mlm_loss
 from keras_bert.models.task import Task
 from keras_bert.models.task_data import TaskInputError
+from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -44,6 +45,8 @@ class BertTokenClassifier(Task):
     >>> [len(tags) for tags in model.predict_words(words)]
     [3]
     """
+
+    preprocessor_cls = BertTokenClassifierPreprocessor
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, **kwargs):
         self.num_classes = check_count("num_classes", num_classes)

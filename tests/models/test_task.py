@@ -144,7 +144,7 @@ def test_config_round_trip(model):
     ("a great movie", [1], "single string"),
     ((TEXTS[:2], TEXTS[:3]), [0, 1], r"equally long batches; got batch sizes \[2, 3\]"),
     ([["a", "b", "c"], ["d", "e"]], [0, 1], "items hold 2, 3 texts"),
-    ([1, 2], [0, 1], "list input that is not text"),
+    ([1, 2], [0, 1], "holds int value 1 among its texts"),
 ])
 def test_bad_inputs_have_clear_errors(model, x, y, message):
     with pytest.raises((TaskInputError, ValueError), match=message):
