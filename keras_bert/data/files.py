@@ -191,3 +191,103 @@ def _labels(path, raw, label_type, label_names):
                                 f"classes {names}.")
         out.append(index[key])
     return out, names
+
+
+def _list_cell(path, number, column, value):
+    """A list-valued cell: a JSON list, or whitespace-separated text in TSV/CSV."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list):
+        return value
+    raise DataFileError(f"{path} line {number}: {column!r} is {value!r:.60}, not a list.")
+
+
+def read_tagging_examples(path, words_column, tags_column=None, tag_names=None):
+    """Tagging data: one text per row, its words and one tag per word.
+
+    ``words_column`` holds the words (a JSON list, or whitespace-separated text in TSV/CSV),
+    ``tags_column`` the tags the same way (class ids, or names mapped to ids by ``tag_names``
+    or, without it, in sorted order). Returns `Examples` whose ``texts`` are word lists and
+    ``labels`` tag-id lists.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "ner.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"tokens": ["Paris", "is", "big"], "tags": ["LOC", "O", "O"]}\\n')
+    >>> examples = read_tagging_examples(path, "tokens", "tags")
+    >>> examples.texts, examples.labels, examples.label_names
+    ([['Paris', 'is', 'big']], [[0, 1, 1]], ['LOC', 'O'])
+    """
+    rows = []
+    for number, row in _rows(path, file_format(path)):
+        for column in (words_column, tags_column):
+            if column and column not in row:
+                raise DataFileError(f"{path} line {number}: no column {column!r}; the columns "
+                                    f"are {sorted(row)}.")
+        words = [str(w) for w in _list_cell(path, number, words_column, row[words_column])]
+        tags = None
+        if tags_column:
+            tags = _list_cell(path, number, tags_column, row[tags_column])
+            if len(tags) != len(words):
+                raise DataFileError(f"{path} line {number}: {len(words)} words but {len(tags)} "
+                                    "tags; give one tag per word.")
+        rows.append((number, words, tags))
+    if not rows:
+        raise DataFileError(f"{path}: a header but no rows.")
+    texts = [words for _, words, _ in rows]
+    if not tags_column:
+        return Examples(texts)
+    flat = [(number, tag) for number, _, tags in rows for tag in tags]
+    ids, names = _labels(path, flat, "class", tag_names)
+    labels, i = [], 0
+    for _, _, tags in rows:
+        labels.append(ids[i:i + len(tags)])
+        i += len(tags)
+    return Examples(texts, None, labels, names)
+
+
+def read_choice_examples(path, context_column, choices_column, label_column=None):
+    """Multiple-choice data: a context, a JSON list of choices and the index of the right one
+    per row (JSON Lines). Returns `Examples` with ``texts`` the contexts, ``texts_b`` the
+    choice lists (all of one length) and ``labels`` the indices.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "swag.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"ctx": "He sat", "endings": ["down.", "up."], "label": 0}\\n')
+    >>> read_choice_examples(path, "ctx", "endings", "label").texts_b
+    [['down.', 'up.']]
+    """
+    contexts, choices, raw_labels, width = [], [], [], None
+    for number, row in _rows(path, file_format(path)):
+        for column in (context_column, choices_column, label_column):
+            if column and column not in row:
+                raise DataFileError(f"{path} line {number}: no column {column!r}; the columns "
+                                    f"are {sorted(row)}.")
+        options = row[choices_column]
+        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            raise DataFileError(f"{path} line {number}: {choices_column!r} must be a JSON list "
+                                f"of texts, got {options!r:.60}.")
+        if width is None:
+            width = len(options)
+        if len(options) != width or width < 2:
+            raise DataFileError(f"{path} line {number}: {len(options)} choices; every row needs "
+                                f"the same number (>= 2; the first row has {width}).")
+        contexts.append(str(row[context_column]))
+        choices.append(options)
+        if label_column:
+            raw_labels.append((number, row[label_column]))
+    if not contexts:
+        raise DataFileError(f"{path}: no rows.")
+    labels = None
+    if label_column:
+        labels, _ = _labels(path, raw_labels, "class", None)
+        for (number, _), label in zip(raw_labels, labels):
+            if not 0 <= label < width:
+                raise DataFileError(f"{path} line {number}: label {label} is not a choice index "
+                                    f"in [0, {width}).")
+    return Examples(contexts, choices, labels)

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import check_layer_kwargs
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class FlattenChoices(keras.layers.Layer):
@@ -37,6 +39,7 @@ class UnflattenChoices(keras.layers.Layer):
     """
 
     def __init__(self, num_choices, **kwargs):
+        check_layer_kwargs(self, kwargs)
         super().__init__(**kwargs)
         self.num_choices = int(num_choices)
 

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers import activations
+from keras_bert.layers.arguments import check_layer_kwargs
 from keras_bert.layers.layer_norm import layer_norm_float32
 
 
@@ -38,6 +39,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def __init__(self, vocab_size, hidden_size, hidden_act="gelu", embeddings=None,
                  layer_norm_eps=1e-12, initializer_range=0.02, **kwargs):
+        check_layer_kwargs(self, kwargs)
         super().__init__(**kwargs)
         self.vocab_size = int(vocab_size)
         self.hidden_size = int(hidden_size)

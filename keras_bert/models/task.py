@@ -75,6 +75,7 @@ class Task(keras.Model):
             f"{type(self).__name__} arguments": task_presets.keyword_parameters(
                 type(self).__init__, skip=("encoder", "preprocessor")) + ("compile",),
             "Keras model arguments": ("name", "trainable", "inputs", "outputs")})
+        _check_preprocessor(encoder, preprocessor)
         super().__init__(*args, **kwargs)
         self.encoder = encoder
         self.preprocessor = preprocessor
@@ -446,6 +447,25 @@ def _split(x, y, sample_weight, fraction, text_inputs, labels):
         tail(sample_weight))
     train = tuple(head(t) for t in texts) if len(texts) > 1 else head(texts[0])
     return train, head(y), head(sample_weight), validation
+
+
+def _check_preprocessor(encoder, preprocessor):
+    """The preprocessor must make ids the encoder has rows for, and sequences it can take."""
+    if encoder is None or preprocessor is None:
+        return
+    config = encoder.bert_config
+    tokenizer = getattr(preprocessor, "tokenizer", None)
+    if tokenizer is not None and tokenizer.vocabulary_size != config.vocab_size:
+        raise ValueError(
+            f"The preprocessor's vocabulary has {tokenizer.vocabulary_size} tokens but the "
+            f"encoder's vocab_size is {config.vocab_size}: they do not belong together (use "
+            "the preprocessor of the encoder's preset).")
+    seq_length = getattr(preprocessor, "seq_length", None)
+    if seq_length is not None and seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"The preprocessor packs seq_length={seq_length} tokens, but the encoder takes at "
+            f"most max_position_embeddings={config.max_position_embeddings}; pass "
+            f"seq_length<={config.max_position_embeddings}.")
 
 
 def _one(texts):

@@ -96,12 +96,14 @@ class BertTokenClassifier(Task):
         return check_class_ids_in_graph(y, self.num_classes)
 
     def predict_words(self, words, batch_size=None, verbose=0):
-        """Predicted class id of every word: a list (per text) of lists (per word)."""
+        """Predicted class id of every word: a list (per text) of lists (per word); None for
+        a word cut off by ``seq_length`` (or with no WordPiece at all)."""
         texts = task_data.word_lists(words)
         first = self.preprocessor.first_piece_positions(texts)  # ragged [batch, (words)]
         logits = self.predict(texts, batch_size=batch_size, verbose=verbose)
         classes = np.argmax(logits, axis=-1)
-        return [[int(classes[i, p]) for p in row] for i, row in enumerate(first.to_list())]
+        return [[None if p < 0 else int(classes[i, p]) for p in row]
+                for i, row in enumerate(first.to_list())]
 
     def head_variables(self):
         return {"output_weights": (self.logits.kernel, True),

@@ -70,8 +70,14 @@ def _num_examples(x):
 
 def scores(model, x, y, batch_size=64):
     """The task's scores on labelled examples: ``accuracy`` (+ ``f1`` for two classes, and
-    ``matthews_corrcoef``) for classification; ``pearson``, ``spearman`` and ``mse`` for
-    regression (``num_classes == 1``)."""
+    ``matthews_corrcoef``) for classification and multiple choice; ``pearson``, ``spearman``
+    and ``mse`` for regression (``num_classes == 1``); word ``accuracy`` for tagging."""
+    if hasattr(model, "predict_words"):
+        predicted = [tag for row in model.predict_words(x, batch_size=batch_size) for tag in row]
+        gold = [tag for row in y for tag in row]
+        kept = [(p, t) for p, t in zip(predicted, gold) if p is not None]
+        return {"accuracy": float(np.mean([p == t for p, t in kept])) if kept else 0.0,
+                "words": len(gold), "words_cut_off": len(gold) - len(kept)}
     predictions = model.predict(x, batch_size=batch_size, verbose=0)
     y = np.asarray(y)
     if getattr(model, "num_classes", 2) == 1:
@@ -134,3 +140,68 @@ def write_metrics(model_dir, metrics):
         f.write("\n")
     os.replace(tmp, path)
     return path
+
+
+def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio=0.1,
+        model_dir=None, export_dir=None, jit_compile=False, verbose="auto"):
+    """Fine-tunes ``model`` on ``splits["train"]`` (`keras_bert.data.files.Examples`), scores
+    the labelled ``validation`` and ``test`` splits, and writes into ``model_dir``:
+    ``model.keras``, ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
+    checkpoints and TensorBoard logs; with ``export_dir``, a SavedModel there. Returns the
+    metrics."""
+    train = splits["train"]
+    validation = splits.get("validation")
+    validation_data = None
+    if validation is not None and validation.labels is not None:
+        validation_data = (validation.x, validation.labels)
+    history = fine_tune(model, train.x, train.labels, validation_data=validation_data,
+                        batch_size=batch_size, epochs=epochs, learning_rate=learning_rate,
+                        warmup_ratio=warmup_ratio, model_dir=model_dir, jit_compile=jit_compile,
+                        verbose=verbose)
+    metrics = {"train_examples": len(train), "epochs": epochs, "batch_size": batch_size,
+               "learning_rate": learning_rate, "train_seconds": round(history.train_seconds, 1),
+               "train_loss": float(history.history["loss"][-1])}
+    for name in ("validation", "test"):
+        examples = splits.get(name)
+        if examples is not None and examples.labels is not None:
+            metrics.update({f"{name}_{k}": v for k, v in
+                            scores(model, examples.x, examples.labels).items()})
+    if model_dir:
+        if splits.get("test") is not None:
+            write_predictions(model, splits["test"], os.path.join(model_dir,
+                                                                  "test_predictions.jsonl"))
+        model.save(os.path.join(model_dir, "model.keras"))
+        write_metrics(model_dir, metrics)
+    if export_dir:
+        model.export(export_dir, verbose=False)
+    return metrics
+
+
+def write_predictions(model, examples, path, batch_size=64):
+    """One JSON line per example: the predicted class (name, when the data had names) and the
+    scores (a regression value, per-class probabilities, or tags per word)."""
+    rows = []
+    if hasattr(model, "predict_words"):
+        for words, tags in zip(examples.x, model.predict_words(examples.x, batch_size=batch_size)):
+            rows.append({"words": list(words), "tags": _names(tags, examples.label_names)})
+    else:
+        outputs = np.asarray(model.predict(examples.x, batch_size=batch_size, verbose=0))
+        for row in outputs:
+            if getattr(model, "num_classes", 2) == 1:
+                rows.append({"prediction": float(row.reshape(-1)[0])})
+                continue
+            probabilities = np.exp(row - row.max())
+            probabilities /= probabilities.sum()
+            label = int(np.argmax(row))
+            rows.append({"prediction": _names([label], examples.label_names)[0],
+                         "probabilities": [round(float(p), 6) for p in probabilities]})
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _names(ids, names):
+    return [None if i is None else (names[i] if names else i) for i in ids]

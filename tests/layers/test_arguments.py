@@ -9,6 +9,7 @@ from keras_bert.layers.arguments import check_kwargs
 # The smallest arguments that build each public layer, and a misspelling of one of its own.
 LAYERS = {
     "BertEmbeddings": (dict(vocab_size=10, hidden_size=8), "hiden_size", "hidden_size"),
+    "MaskedLMHead": (dict(vocab_size=10, hidden_size=8), "hidden_ac", "hidden_act"),
     "Pooler": (dict(hidden_size=8), "initializer_rang", "initializer_range"),
     "TransformerBlock": (
         dict(hidden_size=8, num_attention_heads=2, intermediate_size=16), "dropuot", "dropout"),

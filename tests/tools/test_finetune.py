@@ -1,0 +1,136 @@
+"""tools/finetune.py end to end on a tiny preset: every task and data source, the outputs in
+--model_dir, and one-line errors for bad data and flags."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "models"))
+from tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder  # noqa: E402
+
+# Runs the tool inside tfds.testing.mock_data (tfds.load of a real set hangs offline).
+_MOCKED = """
+import runpy, sys
+import tensorflow_datasets as tfds
+sys.argv = sys.argv[1:]
+with tfds.testing.mock_data(num_examples=12):
+    runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def preset(tmp_path_factory):
+    import keras_bert
+
+    path = tmp_path_factory.mktemp("preset")
+    keras_bert.BertClassifier(tiny_encoder(), 2,
+                              preprocessor=keras_bert.BertPreprocessor(VOCAB, seq_length=16)).save_to_preset(
+        str(path))
+    return path
+
+
+def _tool(*flags, mocked=False):
+    command = [sys.executable] + (["-c", _MOCKED] if mocked else []) + [
+        str(REPO / "tools" / "finetune.py"), "--seq_length=16", "--epochs=1", *flags]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_classification_from_files_writes_every_output(preset, tmp_path):
+    rows = [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
+    train = _write(tmp_path / "train.tsv", "sentence\tlabel\n" +
+                   "".join(f"{t}\t{label}\n" for t, label in rows))
+    test = _write(tmp_path / "test.tsv", "id\tsentence\n1\ta great movie\n2\tdull\n")
+    model_dir = tmp_path / "run"
+    result = _tool(f"--preset={preset}", f"--train_file={train}", f"--eval_file={train}",
+                   f"--test_file={test}", "--text_column=sentence", f"--model_dir={model_dir}",
+                   f"--export_dir={tmp_path / 'export' / '1'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("BertClassifier from ")
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert {"validation_accuracy", "validation_f1", "train_seconds"} <= set(metrics)
+    assert "test_accuracy" not in metrics  # the test file has no labels
+    predictions = [json.loads(line) for line in
+                   (model_dir / "test_predictions.jsonl").read_text().splitlines()]
+    assert len(predictions) == 2 and predictions[0]["prediction"] in ("neg", "pos")
+    assert (model_dir / "model.keras").is_file()
+    assert (tmp_path / "export" / "1" / "saved_model.pb").is_file()
+    assert list((model_dir / "checkpoints").iterdir())
+
+
+def test_regression_pairs_csv(preset, tmp_path):
+    text = "a,b,score\n" + "".join(f"{x},{y},{i / 4}\n" for i, (x, y) in
+                                   enumerate(zip(POSITIVE, NEGATIVE)))
+    train = _write(tmp_path / "stsb.csv", text)
+    result = _tool(f"--preset={preset}", "--task=regression", f"--train_file={train}",
+                   f"--eval_file={train}", "--text_column=a", "--text_b_column=b",
+                   "--label_column=score", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert {"validation_pearson", "validation_spearman", "validation_mse"} <= set(metrics)
+
+
+def test_tagging_and_multiple_choice_jsonl(preset, tmp_path):
+    tagged = _write(tmp_path / "ner.jsonl", "".join(json.dumps(r) + "\n" for r in [
+        {"tokens": ["paris", "is", "red"], "tags": ["LOC", "O", "O"]},
+        {"tokens": ["the", "cat", "sat"], "tags": ["O", "O", "O"]}] * 4))
+    result = _tool(f"--preset={preset}", "--task=tagging", f"--train_file={tagged}",
+                   f"--test_file={tagged}", "--text_column=tokens", "--label_column=tags",
+                   f"--model_dir={tmp_path / 'ner'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("BertTokenClassifier from ")
+    first = json.loads((tmp_path / "ner" / "test_predictions.jsonl").read_text().splitlines()[0])
+    assert first["words"] == ["paris", "is", "red"] and len(first["tags"]) == 3
+    assert set(first["tags"]) <= {"LOC", "O"}
+    choices = _write(tmp_path / "swag.jsonl", "".join(json.dumps(r) + "\n" for r in [
+        {"ctx": "the cat", "endings": ["sat", "is red"], "label": 0}] * 6))
+    result = _tool(f"--preset={preset}", "--task=multiple_choice", f"--train_file={choices}",
+                   f"--eval_file={choices}", "--text_column=ctx", "--text_b_column=endings",
+                   f"--model_dir={tmp_path / 'mc'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "validation_accuracy" in json.loads((tmp_path / "mc" / "metrics.json").read_text())
+
+
+def test_tfds_set_through_mock_data(preset, tmp_path):
+    result = _tool(f"--preset={preset}", "--tfds_name=glue/mrpc", f"--model_dir={tmp_path}",
+                   mocked=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "12 training examples, 12 validation, 12 test" in result.stdout
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert "validation_accuracy" in metrics and "test_accuracy" not in metrics  # GLUE hides it
+
+
+@pytest.mark.parametrize("make_flags, message", [
+    (lambda p, d: [f"--train_file={d / 'missing.tsv'}", "--text_column=s"],
+     "finetune.py: {d}/missing.tsv: no such data file."),
+    (lambda p, d: ["--train_file=" + _write(d / "t.tsv", "text\tlabel\na\t1\n"),
+                   "--text_column=sentence"],
+     "finetune.py: {d}/t.tsv: no column 'sentence'; the columns are ['label', 'text']."),
+    (lambda p, d: ["--train_file=" + _write(d / "e.csv", ""), "--text_column=s"],
+     "finetune.py: {d}/e.csv: the file is empty; expected a header line and rows."),
+    (lambda p, d: ["--train_file=" + _write(d / "r.tsv", "s\tlabel\na\thigh\n"),
+                   "--text_column=s", "--task=regression"],
+     "finetune.py: {d}/r.tsv line 2: label 'high' is not a number."),
+    (lambda p, d: ["--tfds_name=glue/sst3"],
+     "finetune.py: --tfds_name='glue/sst3' is not a set whose columns are known"),
+])
+def test_bad_data_is_one_line(preset, tmp_path, make_flags, message):
+    result = _tool(f"--preset={preset}", f"--model_dir={tmp_path / 'run'}",
+                   *make_flags(preset, tmp_path))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.startswith(message.format(d=tmp_path)), result.stderr[-3000:]
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-3000:]
+
+
+def test_flag_errors(preset, tmp_path):
+    result = _tool(f"--preset={preset}", f"--model_dir={tmp_path}")
+    assert result.returncode == 1
+    assert "Give --tfds_name or --train_file" in result.stderr

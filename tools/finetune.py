@@ -1,0 +1,114 @@
+"""Fine-tunes a BERT preset on a task, the way google-research/bert's run_classifier.py does.
+
+    python tools/finetune.py --preset=base --task=classification --tfds_name=glue/sst2 \
+        --model_dir=/tmp/sst2
+    python tools/finetune.py --preset=minilm_l6 --task=classification \
+        --train_file=train.tsv --eval_file=dev.tsv --text_column=sentence --label_column=label \
+        --model_dir=/tmp/mine --export_dir=/tmp/mine/export/1
+
+Tasks: classification and regression (a text or a text pair and a label; --num_classes=1 or
+--task=regression for scores such as STS-B), tagging (words and one tag per word), and
+multiple_choice (a context and a JSON list of choices). Data: --tfds_name (GLUE sets, IMDB,
+Yelp: columns and splits known) or --train_file/--eval_file/--test_file as TSV, CSV or JSON
+Lines with a header. --model_dir receives checkpoints, TensorBoard logs, metrics.json,
+test_predictions.jsonl and model.keras (which keras.saving.load_model opens after
+`import keras_bert`, taking raw strings).
+"""
+
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
+
+from absl import app, flags, logging  # noqa: E402
+
+TASKS = ("classification", "regression", "tagging", "multiple_choice")
+PRECISIONS = {"none": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+flags.DEFINE_string("preset", None, "Preset name (keras_bert.presets()) or directory.",
+                    required=True)
+flags.DEFINE_enum("task", "classification", TASKS, "What to fine-tune for.")
+flags.DEFINE_string("tfds_name", None, "A TFDS set with known columns, e.g. glue/sst2.")
+flags.DEFINE_string("data_dir", None, "TFDS data directory.")
+flags.DEFINE_string("train_file", None, "Training data (.tsv, .csv, .jsonl with a header).")
+flags.DEFINE_string("eval_file", None, "Evaluation data, scored after each epoch and at the end.")
+flags.DEFINE_string("test_file", None, "Test data: predictions written, scored if labelled.")
+flags.DEFINE_string("text_column", None, "Column of the text (tagging: words; choice: context).")
+flags.DEFINE_string("text_b_column", None,
+                    "Column of the second text of pairs (multiple_choice: the choices).")
+flags.DEFINE_string("label_column", "label", "Column of the label (tagging: the tags).")
+flags.DEFINE_integer("num_classes", None, "Classes (tags, choices); default: from the data.",
+                     lower_bound=1)
+flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens.", lower_bound=3)
+flags.DEFINE_integer("batch_size", 32, "Examples per step.", lower_bound=1)
+flags.DEFINE_integer("epochs", 3, "Passes over the training data.", lower_bound=1)
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.", lower_bound=0)
+flags.DEFINE_float("warmup_ratio", 0.1, "Share of the steps spent warming up.", lower_bound=0,
+                   upper_bound=1)
+flags.DEFINE_enum("mixed_precision", "none", list(PRECISIONS), "Compute precision.")
+flags.DEFINE_bool("jit_compile", False, "XLA for the training step.")
+flags.DEFINE_string("model_dir", None, "Where the run's outputs go.", required=True)
+flags.DEFINE_string("export_dir", None, "Also export a SavedModel here (TF Serving layout: "
+                    "<base>/<name>/<version>).")
+flags.DEFINE_integer("seed", 0, "Random seed.")
+FLAGS = flags.FLAGS
+
+
+@flags.multi_flags_validator(["tfds_name", "train_file"], message=(
+    "Give --tfds_name or --train_file (with --eval_file/--test_file), exactly one."))
+def _one_data_source(values):
+    return bool(values["tfds_name"]) != bool(values["train_file"])
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.ERROR)
+    import keras_bert  # first: loads TensorFlow quietly
+
+    import keras
+    from keras_bert.data import sources
+    from keras_bert.training import finetune
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    try:
+        splits = sources.load_splits(
+            FLAGS.task, tfds_name=FLAGS.tfds_name, train_file=FLAGS.train_file,
+            eval_file=FLAGS.eval_file, test_file=FLAGS.test_file,
+            text_column=FLAGS.text_column, text_b_column=FLAGS.text_b_column,
+            label_column=FLAGS.label_column, data_dir=FLAGS.data_dir)
+        num_classes = FLAGS.num_classes or sources.num_classes(FLAGS.task, splits)
+        model = _model(keras_bert, num_classes)
+    except (ValueError, TypeError, keras_bert.checkpoints.CheckpointError) as error:
+        sys.exit(f"finetune.py: {error}")
+    print(f"{type(model).__name__} from {FLAGS.preset!r}: {len(splits['train']):,} training "
+          f"examples, " + ", ".join(f"{len(v):,} {k}" for k, v in splits.items() if k != "train"),
+          flush=True)
+    with keras_bert.backend.quiet_native_stderr():
+        metrics = finetune.run(
+            model, splits, batch_size=FLAGS.batch_size, epochs=FLAGS.epochs,
+            learning_rate=FLAGS.learning_rate, warmup_ratio=FLAGS.warmup_ratio,
+            model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
+            jit_compile=FLAGS.jit_compile)
+    for name, value in sorted(metrics.items()):
+        print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
+    print(f"Wrote {FLAGS.model_dir}/model.keras and metrics.json"
+          + (f"; exported to {FLAGS.export_dir}" if FLAGS.export_dir else ""))
+
+
+def _model(keras_bert, num_classes):
+    common = dict(seq_length=FLAGS.seq_length, dtype=PRECISIONS[FLAGS.mixed_precision])
+    if FLAGS.task == "tagging":
+        return keras_bert.BertTokenClassifier.from_preset(FLAGS.preset, num_classes=num_classes,
+                                                          **common)
+    if FLAGS.task == "multiple_choice":
+        return keras_bert.BertMultipleChoice.from_preset(FLAGS.preset, num_choices=num_classes,
+                                                         **common)
+    if FLAGS.task == "regression":
+        num_classes = 1
+    return keras_bert.BertClassifier.from_preset(FLAGS.preset, num_classes=num_classes, **common)
+
+
+if __name__ == "__main__":
+    app.run(main)
