@@ -73,7 +73,7 @@ def parameter_names(function):
 def unknown_kwargs(where, kwargs, accepted):
     """TypeError naming the keys of `kwargs` that are neither in `accepted` nor Keras layer
     arguments (name, dtype, trainable, ...), and listing the accepted ones."""
-    allowed = list(accepted) + [k for k in KERAS_LAYER_KWARGS if k not in accepted]
+    allowed = list(dict.fromkeys(list(accepted) + list(KERAS_LAYER_KWARGS)))
     unknown = sorted(k for k in kwargs if k not in allowed)
     if unknown:
         raise TypeError(
@@ -102,7 +102,7 @@ def integer_tensor(x, name):
             try:  # nested lists of different lengths
                 x = tf.ragged.constant(x)
             except (ValueError, TypeError) as err:
-                raise TypeError(f"{name} must be integer ids, could not read {x!r}: {err}")
+                raise TypeError(f"{name} must be integer ids, could not read {x!r:.200}: {err}")
         if x.dtype == tf.float32 and _size(x) == 0:  # [] or [[], []]: no ids at all
             x = tf.cast(x, tf.int32)
     if not x.dtype.is_integer:
@@ -117,7 +117,9 @@ def string_tensor(x, name):
     if not isinstance(x, tf.Tensor):
         try:
             x = tf.convert_to_tensor(x)
-        except (ValueError, TypeError) as err:
+        except ValueError as err:  # e.g. nested lists of different lengths
+            raise ValueError(f"{name}: could not read {x!r:.200} as a string tensor: {err}")
+        except TypeError as err:
             raise TypeError(f"{name} must be strings, could not read {x!r:.200}: {err}")
         if x.dtype == tf.float32 and _size(x) == 0:  # []: an empty batch
             x = tf.reshape(tf.constant([], tf.string), x.shape)

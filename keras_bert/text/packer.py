@@ -83,7 +83,9 @@ class BertPackInputs(keras.layers.Layer):
         truncator="round_robin",
         **kwargs,
     ):
-        checks.unknown_kwargs("BertPackInputs", kwargs, checks.parameter_names(type(self).__init__))
+        checks.unknown_kwargs(
+            "BertPackInputs", kwargs, checks.parameter_names(BertPackInputs.__init__)
+        )
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         self._convert_input_args = False
