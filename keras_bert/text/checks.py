@@ -16,6 +16,7 @@ shape and value is known, so eager calls always get the ValueError.
 import inspect
 import math
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -111,7 +112,12 @@ def integer_tensor(x, name):
 
 
 def string_tensor(x, name):
-    """x as a tf.string tensor; TypeError naming `name` when it holds anything else."""
+    """x as a tf.string tensor (a KerasTensor stays one); TypeError naming `name` when it
+    holds anything else."""
+    if isinstance(x, keras.KerasTensor):
+        if x.dtype != "string":
+            raise TypeError(f"{name} must be strings (tf.string), got dtype {x.dtype}")
+        return x
     if isinstance(x, tf.RaggedTensor):
         raise TypeError(f"{name} must be a string tensor, got a RaggedTensor")
     if not isinstance(x, tf.Tensor):
