@@ -209,3 +209,18 @@ def after(assertions, value):
         return value
     with tf.control_dependencies(assertions):
         return tf.nest.map_structure(tf.identity, value, expand_composites=True)
+
+
+def zero_or_one(x, name, where):
+    """Every value of the numeric or bool tensor x is 0 or 1 (a mask, not weights), or an
+    error naming `name` and an offending value: ValueError eagerly, else the assertion."""
+    if x.dtype == tf.bool:
+        return []
+    ok = tf.equal(x, tf.zeros_like(x)) | tf.equal(x, tf.ones_like(x))
+    problem = f"{where}: {name} must hold only 0 and 1"
+    if is_eager(x):
+        bad = tf.boolean_mask(x, ~ok)
+        if tf.size(bad) > 0:
+            raise ValueError(f"{problem}; it holds {bad[0].numpy().item()!r}.")
+        return []
+    return [tf.debugging.Assert(tf.reduce_all(ok), [f"{problem}; it holds other values."])]
