@@ -224,3 +224,24 @@ def zero_or_one(x, name, where):
             raise ValueError(f"{problem}; it holds {bad[0].numpy().item()!r}.")
         return []
     return [tf.debugging.Assert(tf.reduce_all(ok), [f"{problem}; it holds other values."])]
+
+
+def same_shape(tensors, names, where):
+    """Tensors of one rank have one shape, or an error naming every shape: ValueError at once
+    when the static shapes tell, otherwise the assertion (see `same_dims`)."""
+    shapes = [tf.TensorShape(t.shape) for t in tensors]
+    problem = f"{where}: {', '.join(names[:-1])} and {names[-1]} must have the same shape"
+    for axis in range(shapes[0].rank):
+        if len({s[axis] for s in shapes if s[axis] is not None}) > 1:
+            got = ", ".join(f"{n} {tuple(s.as_list())}" for n, s in zip(names, shapes))
+            raise ValueError(f"{problem}; got {got}.")
+    if all(s.is_fully_defined() for s in shapes) or any(
+        isinstance(t, keras.KerasTensor) for t in tensors
+    ):  # (symbolic: only what the static shapes tell)
+        return []
+    dynamic = [tf.shape(t, out_type=tf.int32) for t in tensors]
+    ok = tf.reduce_all([tf.reduce_all(tf.equal(dynamic[0], d)) for d in dynamic[1:]])
+    data = [f"{problem}; got"]
+    for name, shape in zip(names, dynamic):
+        data += [name, shape]
+    return [tf.debugging.Assert(ok, data)]
