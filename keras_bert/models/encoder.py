@@ -56,7 +56,7 @@ class BertEncoder(PresetMixin, keras.Model):
     Raises:
         ValueError: a missing key; a rank other than 2; shapes that differ (naming the three,
             e.g. a 1-row ``input_mask`` is not broadcast over a batch); values out of range;
-            a sequence longer than ``max_position_embeddings``.
+            sequences of 0 tokens or longer than ``max_position_embeddings``.
         TypeError: inputs that are not a dict, float, string or bool ids.
         tf.errors.InvalidArgumentError: inside a graph (``tf.function``, ``fit``, an export),
             values out of range or shapes the traced ones leave unknown and that differ at
@@ -154,11 +154,18 @@ class BertEncoder(PresetMixin, keras.Model):
             got = ", ".join(f"{n} {tuple(s.as_list()) if s.rank is not None else '?'}"
                             for n, s in zip(INPUT_NAMES, shapes))
             raise ValueError(f"{where}: inputs must be [batch, seq]; got {got}")
-        if symbolic:
-            checks.same_shape(tensors, INPUT_NAMES, where)  # what the static shapes tell
-            return dict(zip(INPUT_NAMES, tensors))
-        config = self.bert_config
         assertions = checks.same_shape(tensors, INPUT_NAMES, where)
+        if shapes[0][1] == 0:
+            raise ValueError(f"{where}: sequences must hold at least one token ([CLS], which "
+                             f"the pooler reads); got input_word_ids {tuple(shapes[0])}")
+        if symbolic:
+            return dict(zip(INPUT_NAMES, tensors))
+        if shapes[0][1] is None:
+            assertions.append(tf.debugging.Assert(
+                tf.shape(tensors[0])[1] > 0,
+                [f"{where}: sequences must hold at least one token ([CLS], which the pooler "
+                 "reads); got input_word_ids of shape", tf.shape(tensors[0])]))
+        config = self.bert_config
         for tensor, name, high, hint in zip(
             tensors, INPUT_NAMES, (config.vocab_size, 2, config.type_vocab_size),
             (" (vocab_size)", " (0 or 1)", " (type_vocab_size)"),

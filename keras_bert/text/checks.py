@@ -208,7 +208,9 @@ def after(assertions, value):
     if not assertions:
         return value
     with tf.control_dependencies(assertions):
-        return tf.nest.map_structure(tf.identity, value, expand_composites=True)
+        return tf.nest.map_structure(
+            lambda t: t if t is None else tf.identity(t), value, expand_composites=True
+        )
 
 
 def zero_or_one(x, name, where):

@@ -265,6 +265,8 @@ def _greedy_fit(lengths, budget):
     an error line ("oneDNN supports DT_INT32 only ...") for a transpose of any other dtype.
     """
     budget = tf.cast(budget, tf.float32)
+    # One more word of length 0, never taken: a scan over no words fails in a graph.
+    lengths = tf.pad(lengths, [[0, 0], [0, 1]])
 
     def step(used, length):
         take = tf.cast((length > 0) & (used + length <= budget), tf.float32)
@@ -275,4 +277,4 @@ def _greedy_fit(lengths, budget):
         tf.transpose(tf.cast(lengths, tf.float32)),  # [W, B]
         initializer=(tf.zeros_like(budget), tf.zeros_like(budget)),
     )
-    return tf.transpose(chosen) > 0  # [B, W]
+    return tf.transpose(chosen)[:, :-1] > 0  # [B, W]

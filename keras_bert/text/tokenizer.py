@@ -177,7 +177,7 @@ class BertTokenizer(keras.layers.Layer):
         in_vocab = checks.values_in(
             ids, "ids", 0, self.vocabulary_size, "BertTokenizer.detokenize", " (the vocabulary)"
         )
-        ids = checks.after(in_vocab, ids)
+        ids = checks.after(in_vocab, tf.cast(ids, tf.int32))  # (gather takes no uint8 ids)
         tokens = tf.gather(tf.constant(self.vocabulary), ids)
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         return tf.strings.regex_replace(text, " ##", "")

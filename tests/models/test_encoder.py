@@ -197,6 +197,10 @@ def test_values_dtypes_ranks_and_keys():
         with pytest.raises(ValueError, match=r"inputs must be \[batch, seq\]; got input_word_ids "
                                              + re.escape(str(shape))):
             encoder({k: np.ones(shape, "int32") for k in _tiny_inputs()})
+    with pytest.raises(ValueError, match=r"at least one token \(\[CLS\], which the pooler reads\)"):
+        encoder(_tiny_inputs(seq=0))  # was a StridedSlice error from the pooler
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at least one token"):
+        graph({k: tf.constant(v) for k, v in _tiny_inputs(seq=0).items()})
     with pytest.raises(ValueError, match="the inputs lack input_type_ids"):
         encoder({k: v for k, v in _tiny_inputs().items() if k != "input_type_ids"})
     with pytest.raises(TypeError, match="takes a dict with keys input_word_ids"):

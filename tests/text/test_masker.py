@@ -240,3 +240,7 @@ def test_empty_batches_and_empty_sequences():
         assert out["input_word_ids"].shape == tuple(shape)
     wwm = MaskedLMMasker(TINY_VOCAB, whole_word_masking=True, seed=1)
     assert wwm(tf.zeros([2, 0], tf.int32))["masked_lm_weights"].shape == (2, 20)
+    # in a graph that does not know the length, the whole-word scan runs over no words
+    graph = tf.function(wwm, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    assert graph(tf.zeros([2, 0], tf.int32))["masked_lm_weights"].shape == (2, 20)
+    assert graph(tf.constant(IDS))["masked_lm_weights"].numpy().sum() == 1

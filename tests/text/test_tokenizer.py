@@ -269,6 +269,7 @@ def test_inputs_that_are_not_strings():
 def test_detokenize_checks_its_ids():
     tok = BertTokenizer(TINY_VOCAB)
     assert tok.detokenize(tf.constant([[5, 7]], tf.int64)).numpy().tolist() == [b"ac"]
+    assert tok.detokenize(tf.constant([[5, 7]], tf.uint8)).numpy().tolist() == [b"ac"]
     with pytest.raises(ValueError, match=r"ids must be in \[0, 8\) \(the vocabulary\); it holds 8"):
         tok.detokenize([[5, 8]])
     with pytest.raises(ValueError, match="it holds -1"):
