@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.config import BertConfig
 from keras_bert.layers.arguments import check_kwargs, keyword_parameters
@@ -11,6 +12,7 @@ from keras_bert.layers.transformer_block import TransformerBlock
 from keras_bert.models import memory
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
+from keras_bert.text import checks
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -52,6 +54,20 @@ class BertEncoder(PresetMixin, keras.Model):
     Real weights come from a preset: ``BertEncoder.from_preset("base")`` (a name from
     ``keras_bert.presets()``, or a checkpoint directory or zip); ``encoder.save_to_preset(dir)``
     writes config, vocabulary and weights in a layout ``from_preset(dir)`` loads back.
+
+    Inputs are checked where they enter, before any layer runs: the three must be integer
+    tensors (any int dtype; ``input_mask`` may be bool) of one shape ``[batch, seq]``, with
+    ids in ``[0, vocab_size)``, type ids in ``[0, type_vocab_size)`` and mask values 0/1;
+    other keys of the dict (e.g. the masker's ``masked_lm_*``) are ignored.
+
+    Raises:
+        ValueError: a missing key; a rank other than 2; shapes that differ (naming the three,
+            e.g. a 1-row ``input_mask`` is not broadcast over a batch); values out of range;
+            sequences of 0 tokens or longer than ``max_position_embeddings``.
+        TypeError: inputs that are not a dict, float, string or bool ids.
+        tf.errors.InvalidArgumentError: inside a graph (``tf.function``, ``fit``, an export),
+            values out of range or shapes the traced ones leave unknown and that differ at
+            run time; the same messages, checked before the embeddings.
     """
 
     def __init__(self, config=None, dtype=None, name="bert_encoder", trainable=True, **kwargs):
@@ -124,6 +140,52 @@ class BertEncoder(PresetMixin, keras.Model):
         self.do_lower_case = None
         self.preset_name = None
 
+    # ------------------------------------------------------------ inputs
+    def __call__(self, inputs, *args, **kwargs):
+        return super().__call__(self._checked_inputs(inputs), *args, **kwargs)
+
+    def _checked_inputs(self, inputs):
+        """The three inputs, checked as the class docstring says: static facts at once
+        (ValueError/TypeError), the rest as assertions every input then depends on."""
+        where = "BertEncoder"
+        if not isinstance(inputs, dict):
+            raise TypeError(f"{where} takes a dict with keys {', '.join(INPUT_NAMES)}, got "
+                            f"{type(inputs).__name__}")
+        missing = [name for name in INPUT_NAMES if name not in inputs]
+        if missing:
+            raise ValueError(f"{where}: the inputs lack {', '.join(missing)} (got keys "
+                             f"{sorted(inputs)}); it takes {', '.join(INPUT_NAMES)}")
+        symbolic = any(isinstance(inputs[n], keras.KerasTensor) for n in INPUT_NAMES)
+        tensors = [
+            inputs[n] if symbolic
+            else checks.integer_tensor(_bool_as_int(inputs[n], n), f"{where}: {n}")
+            for n in INPUT_NAMES
+        ]
+        shapes = [tf.TensorShape(t.shape) for t in tensors]
+        if any(s.rank != 2 for s in shapes):
+            got = ", ".join(f"{n} {tuple(s.as_list()) if s.rank is not None else '?'}"
+                            for n, s in zip(INPUT_NAMES, shapes))
+            raise ValueError(f"{where}: inputs must be [batch, seq]; got {got}")
+        assertions = checks.same_shape(tensors, INPUT_NAMES, where)
+        if shapes[0][1] == 0:
+            raise ValueError(f"{where}: sequences must hold at least one token ([CLS], which "
+                             f"the pooler reads); got input_word_ids {tuple(shapes[0])}")
+        if symbolic:
+            return dict(zip(INPUT_NAMES, tensors))
+        if shapes[0][1] is None:
+            assertions.append(tf.debugging.Assert(
+                tf.shape(tensors[0])[1] > 0,
+                [f"{where}: sequences must hold at least one token ([CLS], which the pooler "
+                 "reads); got input_word_ids of shape", tf.shape(tensors[0])]))
+        config = self.bert_config
+        for tensor, name, high, hint in zip(
+            tensors, INPUT_NAMES, (config.vocab_size, 2, config.type_vocab_size),
+            (" (vocab_size)", " (0 or 1)", " (type_vocab_size)"),
+        ):
+            assertions += checks.values_in(tensor, name, 0, high, where, hint)
+        tensors = checks.after(assertions, [tf.cast(t, "int32") for t in tensors])
+        return dict(zip(INPUT_NAMES, tensors))
+
     # ------------------------------------------------------------ weights
     def canonical_variables(self):
         """Every weight by its variable name in Google's original BERT checkpoints."""
@@ -159,3 +221,10 @@ class BertEncoder(PresetMixin, keras.Model):
         if "dtype" in config and isinstance(config["dtype"], dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def _bool_as_int(x, name):
+    """A bool input_mask as int32; bool ids stay bool (and are refused as not integers)."""
+    if name == "input_mask" and getattr(x, "dtype", None) in (bool, np.bool_, tf.bool):
+        return tf.cast(x, tf.int32)
+    return x

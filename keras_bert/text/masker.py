@@ -3,7 +3,10 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.text import checks
 from keras_bert.text import vocab as vocab_lib
+
+MAX_PREDICTIONS = 2**20
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -34,11 +37,26 @@ class MaskedLMMasker(keras.layers.Layer):
     Args:
       vocabulary: list of tokens or path to `vocab.txt` (for the special ids, the `##` pieces
         and the ids random replacement draws from).
-      mask_rate: share of the maskable tokens to predict.
-      max_predictions_per_seq: most predictions per sequence (the output width).
-      mask_token_rate, random_token_rate: the 80/10 of 80/10/10.
+      mask_rate: share of the maskable tokens to predict, in (0, 1].
+      max_predictions_per_seq: most predictions per sequence (the output width), an int >= 1.
+      mask_token_rate, random_token_rate: the 80/10 of 80/10/10 (each in [0, 1], sum <= 1).
       whole_word_masking: choose whole words.
       seed: int seed, or None for a random one.
+
+    Inputs: a dict with `input_word_ids` (integer [batch, seq], ids of the vocabulary) and
+    optionally `input_mask` (0/1 or bool, the same shape; other entries pass through), or the
+    ids tensor alone; `seed=` a shape [2] integer tensor.
+
+    Raises:
+      ValueError: ids of rank other than 2 or outside the vocabulary, an `input_mask` of
+        another shape or with values other than 0 and 1 (weights are not masks), a dict
+        without `input_word_ids`, a `seed=` not of shape [2], bad arguments (rates out of
+        range, `max_predictions_per_seq` < 1, not numbers, bool for a number) or vocabulary.
+      TypeError: ids that are not integers (float, string), a non-numeric `input_mask`,
+        ragged ids, unknown constructor arguments.
+      tf.errors.InvalidArgumentError: inside a graph, ids outside the vocabulary, mask values
+        other than 0/1 or batch/sequence sizes the traced shapes leave unknown (checked before
+        any masking op).
 
     Example:
 
@@ -63,20 +81,28 @@ class MaskedLMMasker(keras.layers.Layer):
         seed=None,
         **kwargs,
     ):
+        checks.unknown_kwargs(
+            "MaskedLMMasker", kwargs, checks.parameter_names(MaskedLMMasker.__init__)
+        )
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.vocabulary = vocab_lib.load_vocabulary(vocabulary)
         vocab_lib.check_vocabulary(self.vocabulary)
-        if not 0.0 < mask_rate <= 1.0:
-            raise ValueError(f"mask_rate must be in (0, 1], got {mask_rate}")
-        if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
-            raise ValueError("mask_token_rate and random_token_rate must be >= 0, sum <= 1")
-        self.mask_rate = float(mask_rate)
-        self.max_predictions_per_seq = int(max_predictions_per_seq)
-        self.mask_token_rate = float(mask_token_rate)
-        self.random_token_rate = float(random_token_rate)
-        self.whole_word_masking = bool(whole_word_masking)
+        self.mask_rate = checks.number("mask_rate", mask_rate, 0.0, 1.0, low_open=True)
+        self.max_predictions_per_seq = checks.integer(
+            "max_predictions_per_seq", max_predictions_per_seq, minimum=1, maximum=MAX_PREDICTIONS
+        )
+        self.mask_token_rate = checks.number("mask_token_rate", mask_token_rate, 0.0, 1.0)
+        self.random_token_rate = checks.number("random_token_rate", random_token_rate, 0.0, 1.0)
+        if self.mask_token_rate + self.random_token_rate > 1:
+            raise ValueError(
+                f"mask_token_rate + random_token_rate must be <= 1, got {self.mask_token_rate} "
+                f"+ {self.random_token_rate}"
+            )
+        self.whole_word_masking = checks.boolean("whole_word_masking", whole_word_masking)
+        if seed is not None:
+            seed = checks.integer("seed", seed, minimum=0, maximum=2**63 - 1)
         self.seed = seed
         ids = vocab_lib.special_token_ids(self.vocabulary)
         self.mask_token_id = ids[vocab_lib.MASK]
@@ -87,25 +113,57 @@ class MaskedLMMasker(keras.layers.Layer):
             i for i, t in enumerate(self.vocabulary)
             if not (t.startswith("[") and t.endswith("]"))
         ]
+        if not self._random_ids and self.random_token_rate > 0:
+            raise ValueError(
+                "random_token_rate > 0 needs ordinary tokens to draw from, but every token of "
+                "the vocabulary is a [...] special one; use random_token_rate=0"
+            )
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.built = True
 
-    def call(self, inputs, seed=None):
-        if isinstance(inputs, dict):
-            features = dict(inputs)
-            ids = tf.convert_to_tensor(features["input_word_ids"], tf.int32)
-            if "input_mask" in features:
-                valid = tf.convert_to_tensor(features["input_mask"]) > 0
-            else:
-                valid = tf.not_equal(ids, self._never[2])
-        else:
-            ids = tf.convert_to_tensor(inputs, tf.int32)
-            features = {}
-            valid = tf.not_equal(ids, self._never[2])
+    def _checked_inputs(self, inputs):
+        """(features, ids int32 [B, S], valid bool [B, S]), every check passed before them."""
+        where = "MaskedLMMasker"
+        features = dict(inputs) if isinstance(inputs, dict) else {}
+        if isinstance(inputs, dict) and "input_word_ids" not in inputs:
+            raise ValueError(f"{where}: the inputs have no 'input_word_ids' (keys: "
+                             f"{sorted(inputs)})")
+        ids = checks.integer_tensor(features.get("input_word_ids", inputs), "input_word_ids")
+        if isinstance(ids, tf.RaggedTensor) or ids.shape.rank != 2:
+            raise ValueError(f"{where}: input_word_ids must be a dense [batch, seq] tensor, got "
+                             f"{'a ragged tensor of ' if isinstance(ids, tf.RaggedTensor) else ''}"
+                             f"shape {ids.shape}")
+        assertions = checks.values_in(ids, "input_word_ids", 0, len(self.vocabulary), where,
+                                      " (the vocabulary)")
+        mask = features.get("input_mask")
+        if mask is not None:
+            mask = tf.convert_to_tensor(mask)
+            if not (mask.dtype.is_integer or mask.dtype.is_floating or mask.dtype == tf.bool):
+                raise TypeError(f"{where}: input_mask must be 0/1 numbers or bools, got dtype "
+                                f"{mask.dtype.name}")
+            if mask.shape.rank != 2:
+                raise ValueError(f"{where}: input_mask must be [batch, seq] like "
+                                 f"input_word_ids {ids.shape}, got shape {mask.shape}")
+            for axis, what in ((0, "batch size"), (1, "sequence length")):
+                assertions += checks.same_dims(
+                    [ids, mask], ["input_word_ids", "input_mask"], axis, what, where)
+            assertions += checks.zero_or_one(mask, "input_mask", where)
+        ids, mask = checks.after(assertions, (tf.cast(ids, tf.int32), mask))
+        valid = tf.not_equal(ids, self._never[2]) if mask is None else tf.cast(mask, tf.bool)
+        return features, ids, valid
+
+    def _checked_seed(self, seed):
         if seed is None:
             seed = self.seed_generator.next()
-        seed = tf.cast(tf.convert_to_tensor(seed), tf.int64)
-        seeds = tf.random.experimental.stateless_split(seed, num=4)
+        seed = tf.convert_to_tensor(seed)
+        if not seed.dtype.is_integer or seed.shape.rank != 1 or seed.shape[0] not in (2, None):
+            raise ValueError(f"MaskedLMMasker: seed= must be a shape [2] integer tensor, e.g. "
+                             f"tf.constant([i, 0]); got {seed.dtype.name} of shape {seed.shape}")
+        return tf.cast(seed, tf.int64)
+
+    def call(self, inputs, seed=None):
+        features, ids, valid = self._checked_inputs(inputs)
+        seeds = tf.random.experimental.stateless_split(self._checked_seed(seed), num=4)
 
         batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
         # [B, S]: which tokens may be chosen, and which start a word.
@@ -170,7 +228,8 @@ class MaskedLMMasker(keras.layers.Layer):
         key = tf.sort(key, axis=1)[:, :width]
         is_real = key < length
         masked_positions = tf.where(is_real, key, 0)
-        masked_lm_ids = tf.where(is_real, tf.gather(ids, masked_positions, batch_dims=1), 0)
+        padded = tf.pad(ids, [[0, 0], [0, 1]])  # position 0 exists even when length is 0
+        masked_lm_ids = tf.where(is_real, tf.gather(padded, masked_positions, batch_dims=1), 0)
 
         features.update(
             {
@@ -200,15 +259,22 @@ class MaskedLMMasker(keras.layers.Layer):
 
 def _greedy_fit(lengths, budget):
     """lengths [B, W] (0: no word), budget [B] -> chosen [B, W]: visiting words in order,
-    take each one that still fits (BERT's skip-and-continue), in one scan over W."""
+    take each one that still fits (BERT's skip-and-continue), in one scan over W.
+
+    The scan runs on float32 (exact for these small integers): TensorFlow's oneDNN build logs
+    an error line ("oneDNN supports DT_INT32 only ...") for a transpose of any other dtype.
+    """
+    budget = tf.cast(budget, tf.float32)
+    # One more word of length 0, never taken: a scan over no words fails in a graph.
+    lengths = tf.pad(lengths, [[0, 0], [0, 1]])
 
     def step(used, length):
-        take = (length > 0) & (used + length <= budget)
-        return used + tf.where(take, length, 0), take
+        take = tf.cast((length > 0) & (used + length <= budget), tf.float32)
+        return used + take * length, take
 
     _, chosen = tf.scan(
         lambda carry, length: step(carry[0], length),
-        tf.transpose(lengths),
-        initializer=(tf.zeros_like(budget), tf.zeros_like(budget, tf.bool)),
+        tf.transpose(tf.cast(lengths, tf.float32)),  # [W, B]
+        initializer=(tf.zeros_like(budget), tf.zeros_like(budget)),
     )
-    return tf.transpose(chosen)
+    return tf.transpose(chosen)[:, :-1] > 0  # [B, W]

@@ -25,6 +25,8 @@ import unicodedata
 
 import tensorflow as tf
 
+from keras_bert.text import checks
+
 # CJK ideograph blocks, as listed in the reference's `_is_chinese_char`.
 CJK_RANGES = (
     (0x4E00, 0x9FFF),
@@ -141,7 +143,7 @@ VALID_UTF8 = "(?s)[\\x{0}-\\x{D7FF}\\x{E000}-\\x{10FFFF}]*"
 
 def clean_text(text):
     """Makes the UTF-8 valid (invalid bytes -> U+FFFD) and drops the removed characters."""
-    text = tf.convert_to_tensor(text, tf.string)
+    text = checks.string_tensor(text, "text")
     # Transcoding costs a quarter of the whole tokenizer; checking validity, a tenth of that.
     # Batches that are valid UTF-8 throughout (nearly all) skip it.
     text = tf.cond(

@@ -3,21 +3,29 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.text import checks
+
 TRUNCATORS = ("round_robin", "waterfall")
+MAX_SEQ_LENGTH = 2**20  # far beyond any BERT; keeps a typo from allocating gigabytes
+MAX_ID = 2**31  # ids are packed as int32
 
 
-def _to_ragged(segment):
-    """An int tensor [batch, tokens] (dense: every entry is a token) or ragged -> ragged int32."""
-    if isinstance(segment, tf.RaggedTensor):
-        return tf.cast(segment, tf.int32)
-    return tf.RaggedTensor.from_tensor(tf.cast(segment, tf.int32))
+def checked_seq_length(seq_length, segments=1, where="BertPackInputs"):
+    """`seq_length` as an int with room for [CLS] and one [SEP] per segment, or ValueError."""
+    seq_length = checks.integer("seq_length", seq_length, minimum=2, maximum=MAX_SEQ_LENGTH)
+    if seq_length < segments + 1:
+        raise ValueError(
+            f"{where}: seq_length={seq_length} is too short for {segments} segment(s) "
+            f"and their {segments + 1} special tokens"
+        )
+    return seq_length
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertPackInputs(keras.layers.Layer):
     """Packs 1 to 3 segments of token ids into BERT's fixed-length model inputs.
 
-    `[CLS] a [SEP]`, `[CLS] a [SEP] b [SEP]`, ... padded with `pad_id` to `seq_length`;
+    `[CLS] a [SEP]`, `[CLS] a [SEP] b [SEP]`, ... padded with `padding_id` to `seq_length`;
     `input_type_ids` is 0 for `[CLS]` and the first segment with its `[SEP]`, 1 for the second,
     2 for the third; `input_mask` is 1 on tokens, 0 on padding. Segments too long together are
     cut from their ends: "round_robin" gives each segment a token in turn (BERT's
@@ -30,8 +38,20 @@ class BertPackInputs(keras.layers.Layer):
       padding_id: id of `[PAD]`.
       truncator: "round_robin" or "waterfall".
 
-    Inputs: a ragged (or dense, every entry a token) int tensor [batch, (tokens)], or a
-    list/tuple of 1 to 3 of them; an unbatched [tokens] works too.
+    Inputs: a ragged [batch, (tokens)] or dense [batch, tokens] (every entry a token) integer
+    tensor, or a list/tuple of 1 to 3 of them, all with the same batch size; or unbatched
+    [tokens] ones. Ids must be in [0, 2**31). Outputs are int32.
+
+    Raises:
+      ValueError: segments whose batch sizes differ (naming both), a rank other than these
+        (e.g. per-word ids of ragged_rank 2: `merge_dims(-2, -1)` first), batched mixed with
+        unbatched, 0 or more than 3 segments, negative ids, a bad `seq_length` (not an int
+        in [2, 2**20], or too short for the segments), a bad id argument or truncator.
+      TypeError: ids that are not integers (float, string, bool), a dict, unknown
+        constructor arguments.
+      tf.errors.InvalidArgumentError: inside a graph (`tf.function`, `dataset.map`) when
+        only the run time knows: batch sizes the traced shapes leave unknown, id values. The
+        check runs before any packing op.
 
     Example:
 
@@ -48,6 +68,10 @@ class BertPackInputs(keras.layers.Layer):
     >>> out["input_mask"].numpy()
     array([[1, 1, 1, 1, 1, 1, 1, 1],
            [1, 1, 1, 1, 1, 1, 0, 0]], dtype=int32)
+    >>> packer([a, tf.ragged.constant([[20]])])
+    Traceback (most recent call last):
+    ...
+    ValueError: ...the batch sizes differ: segment 1 has 2, segment 2 has 1...
     """
 
     def __init__(
@@ -59,6 +83,9 @@ class BertPackInputs(keras.layers.Layer):
         truncator="round_robin",
         **kwargs,
     ):
+        checks.unknown_kwargs(
+            "BertPackInputs", kwargs, checks.parameter_names(BertPackInputs.__init__)
+        )
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         self._convert_input_args = False
@@ -66,10 +93,11 @@ class BertPackInputs(keras.layers.Layer):
         self.built = True
         if truncator not in TRUNCATORS:
             raise ValueError(f"truncator must be one of {TRUNCATORS}, got {truncator!r}")
-        self.seq_length = int(seq_length)
-        self.start_of_sequence_id = int(start_of_sequence_id)
-        self.end_of_segment_id = int(end_of_segment_id)
-        self.padding_id = int(padding_id)
+        self.seq_length = checked_seq_length(seq_length)
+        for name, value in (("start_of_sequence_id", start_of_sequence_id),
+                            ("end_of_segment_id", end_of_segment_id),
+                            ("padding_id", padding_id)):
+            setattr(self, name, checks.integer(name, value, minimum=0, maximum=MAX_ID - 1))
         self.truncator = truncator
 
     @staticmethod
@@ -81,50 +109,84 @@ class BertPackInputs(keras.layers.Layer):
             raise ValueError(f"BertPackInputs packs 1 to 3 segments, got {len(segments)}")
         return segments
 
-    def call(self, inputs, seq_length=None):
-        import tensorflow_text as tf_text
-
-        seq_length = int(seq_length or self.seq_length)
-        segments = [
-            s if isinstance(s, tf.RaggedTensor) else tf.convert_to_tensor(s)
-            for s in self._segments(inputs)
-        ]
-        unbatched = segments[0].shape.rank == 1  # one sequence [tokens], always dense
-        if unbatched:
-            segments = [s[tf.newaxis] for s in segments]
-        segments = [_to_ragged(s) for s in segments]
-        budget = seq_length - len(segments) - 1  # room left by [CLS] and one [SEP] each
-        if budget < 0:
+    def _checked_segments(self, inputs):
+        """The segments as ragged int32 [batch, (tokens)], checked; and whether unbatched."""
+        names = [f"segment {i + 1}" for i in range(len(self._segments(inputs)))]
+        segments = [checks.integer_tensor(s, n) for s, n in zip(self._segments(inputs), names)]
+        ranks = []
+        for segment, name in zip(segments, names):
+            if isinstance(segment, tf.RaggedTensor):
+                if segment.ragged_rank != 1 or segment.shape.rank != 2:
+                    raise ValueError(
+                        f"BertPackInputs: {name} must be [batch, (tokens)], got a ragged tensor "
+                        f"of shape {segment.shape} (ragged_rank {segment.ragged_rank}); "
+                        "for per-word ids [batch, (words), (pieces)] use merge_dims(-2, -1)"
+                    )
+            elif segment.shape.rank not in (1, 2):
+                raise ValueError(
+                    f"BertPackInputs: {name} must be [batch, tokens] or unbatched [tokens], "
+                    f"got shape {segment.shape}"
+                )
+            ranks.append(segment.shape.rank)
+        if len(set(ranks)) > 1:
             raise ValueError(
-                f"seq_length={seq_length} is too short for {len(segments)} segment(s) "
-                f"and their {len(segments) + 1} special tokens"
+                "BertPackInputs: segments must be all batched or all unbatched, got ranks "
+                + ", ".join(f"{n}: {r}" for n, r in zip(names, ranks))
             )
-        if self.truncator == "round_robin":
-            trimmer = tf_text.RoundRobinTrimmer(max_seq_length=budget)
-        else:
-            trimmer = tf_text.WaterfallTrimmer(max_seq_length=budget)
-        trimmed = trimmer.trim(segments)
-        word_ids, type_ids = tf_text.combine_segments(
-            trimmed,
-            start_of_sequence_id=self.start_of_sequence_id,
-            end_of_segment_id=self.end_of_segment_id,
-        )
-        word_ids, mask = tf_text.pad_model_inputs(
-            word_ids, max_seq_length=seq_length, pad_value=self.padding_id
-        )
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, max_seq_length=seq_length, pad_value=0)
-        out = {
-            "input_word_ids": tf.cast(word_ids, tf.int32),
-            "input_mask": tf.cast(mask, tf.int32),
-            "input_type_ids": tf.cast(type_ids, tf.int32),
-        }
+        unbatched = ranks[0] == 1
+        if unbatched:
+            segments = [s[tf.newaxis] for s in segments]  # [1, tokens]
+        assertions = checks.same_dims(segments, names, 0, "batch size", "BertPackInputs")
+        for segment, name in zip(segments, names):
+            assertions += checks.values_in(segment, f"{name} ids", 0, MAX_ID, "BertPackInputs")
+        segments = checks.after(assertions, segments)
+        return [_to_ragged(s) for s in segments], unbatched
+
+    def call(self, inputs, seq_length=None):
+        segments, unbatched = self._checked_segments(inputs)
+        seq_length = self.seq_length if seq_length is None else seq_length
+        seq_length = checked_seq_length(seq_length, len(segments))
+        out = self._pack(segments, seq_length)
         if unbatched:
             out = {k: v[0] for k, v in out.items()}
         return out
 
+    def _pack(self, segments, seq_length):
+        """Ragged int32 segments [batch, (tokens)] -> the three int32 [batch, seq_length]."""
+        budget = seq_length - len(segments) - 1  # room left by [CLS] and one [SEP] each
+        lengths = tf.stack([s.row_lengths() for s in segments], axis=1)  # [B, K]
+        if self.truncator == "round_robin":
+            kept = round_robin_lengths(lengths, budget)
+        else:
+            kept = waterfall_lengths(lengths, budget)  # [B, K]
+        ends = 1 + tf.cumsum(kept + 1, axis=1)  # [B, K]: one past each segment's [SEP]
+        starts = ends - kept - 1  # [B, K]: each segment's first token
+        position = tf.range(seq_length)[tf.newaxis, :]  # [1, S]
+        batch = tf.shape(lengths)[0]
+        word_ids = tf.fill([batch, seq_length], self.padding_id)  # [B, S]
+        word_ids = tf.where(position == 0, self.start_of_sequence_id, word_ids)
+        type_ids = tf.zeros([batch, seq_length], tf.int32)
+        for i, segment in enumerate(segments):
+            offset = position - starts[:, i : i + 1]  # [B, S]: place within segment i
+            n = kept[:, i : i + 1]  # [B, 1]
+            in_segment = (offset >= 0) & (offset <= n)  # its tokens and its [SEP]
+            is_token = in_segment & (offset < n)
+            # Flat index of the token in segment.values; a spare last slot elsewhere.
+            values = tf.concat([segment.values, [0]], axis=0)
+            index = tf.where(is_token, segment.row_starts()[:, tf.newaxis] + offset,
+                             tf.size(segment.values))
+            tokens = tf.gather(values, index)  # [B, S]
+            word_ids = tf.where(
+                is_token, tokens, tf.where(in_segment, self.end_of_segment_id, word_ids)
+            )
+            type_ids = tf.where(in_segment, i, type_ids)
+        mask = tf.cast(position < ends[:, -1:], tf.int32)  # [B, S]
+        return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+
     def compute_output_spec(self, inputs, seq_length=None):
         first = self._segments(inputs)[0]
-        shape = tuple(first.shape[:-1]) + (int(seq_length or self.seq_length),)
+        seq_length = self.seq_length if seq_length is None else seq_length
+        shape = tuple(first.shape[:-1]) + (checked_seq_length(seq_length),)
         return {
             name: keras.KerasTensor(shape, dtype="int32")
             for name in ("input_word_ids", "input_mask", "input_type_ids")
@@ -142,3 +204,39 @@ class BertPackInputs(keras.layers.Layer):
             }
         )
         return config
+
+
+def _to_ragged(segment):
+    """An int tensor [batch, tokens] (dense: every entry is a token) or ragged -> ragged int32
+    with int32 row splits."""
+    if not isinstance(segment, tf.RaggedTensor):
+        segment = tf.RaggedTensor.from_tensor(segment, row_splits_dtype=tf.int32)
+    return tf.cast(segment, tf.int32).with_row_splits_dtype(tf.int32)
+
+
+def waterfall_lengths(lengths, budget):
+    """Tokens kept per segment, [B, K] -> [B, K], filling the first segment first."""
+    before = tf.cumsum(lengths, axis=1, exclusive=True)  # tokens of the earlier segments
+    return tf.minimum(lengths, tf.maximum(budget - before, 0))
+
+
+def round_robin_lengths(lengths, budget):
+    """Tokens kept per segment, [B, K] -> [B, K], taking one per segment in turn.
+
+    Keeping `min(l_i, c)` of every segment costs f(c) = sum_i min(l_i, c). With the lengths
+    sorted, s_1 <= ... <= s_K, f is the least of the lines S_j + (K - j) c (S_j: the sum of
+    the j shortest), so the highest affordable level is c* = max_j (budget - S_j) // (K - j).
+    The budget left after that level goes one token each to the segments still longer than
+    c*, first segments first (as tensorflow-text's RoundRobinTrimmer and BERT's
+    `truncate_seq_pair` do).
+    """
+    k = lengths.shape[1]
+    shortest_first = tf.sort(lengths, axis=1)  # [B, K]
+    sums = tf.cumsum(shortest_first, axis=1, exclusive=True)  # [B, K]: S_j, j = 0..K-1
+    level = tf.reduce_max((budget - sums) // tf.range(k, 0, -1), axis=1, keepdims=True)  # [B, 1]
+    kept = tf.minimum(lengths, level)  # [B, K]
+    left = budget - tf.reduce_sum(kept, axis=1, keepdims=True)  # [B, 1]
+    longer = tf.cast(lengths > level, tf.int32)
+    extra = longer * tf.cast(tf.cumsum(longer, axis=1, exclusive=True) < left, tf.int32)
+    fits = tf.reduce_sum(lengths, axis=1, keepdims=True) <= budget  # [B, 1]: nothing to cut
+    return tf.where(fits, lengths, kept + extra)

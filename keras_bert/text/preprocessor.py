@@ -1,10 +1,20 @@
 """`BertPreprocessor`: raw strings (single sentences or pairs) -> BERT model inputs, in graph."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from keras_bert.text.packer import BertPackInputs
+from keras_bert.text import checks
+from keras_bert.text.packer import BertPackInputs, checked_seq_length
 from keras_bert.text.tokenizer import BertTokenizer
+
+ACCEPTED_FORMS = (
+    "BertPreprocessor takes: a string, or a batch of strings (a list, array or tensor of "
+    "shape [batch]); a tuple of 1 to 3 such batches, (texts_a, texts_b), one per segment "
+    "(also a list of tensors); or a list of pairs (or triples) of strings, "
+    "[[text_a, text_b], ...], as Hugging Face tokenizers take them."
+)
+SEGMENT_NAMES = ("texts_a", "texts_b", "texts_c")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -18,12 +28,38 @@ class BertPreprocessor(keras.layers.Layer):
     of a Keras model whose inputs are `tf.string`, which then saves to `.keras` with its
     vocabulary.
 
+    Inputs, and how each is read:
+
+    - a string, or a batch of strings (a list of str, an array or tensor of shape [batch]):
+      single segments;
+    - a tuple of 1 to 3 batches, `(texts_a, texts_b)`: one batch per segment (the keras-hub
+      and `tf.data` convention); a list of tensors or arrays is read the same way;
+    - a list whose items are each a list/tuple of 2 (or 3) strings,
+      `[["q1", "a1"], ["q2", "a2"]]`: a batch of pairs (triples), as Hugging Face tokenizers
+      read it.
+
+    Anything else (list items of different lengths, strings mixed with lists, a string
+    tensor of rank 2) is an error that shows these forms; nothing is ever transposed to make
+    it fit. The segments' batch sizes must agree. (Keras itself refuses one call that mixes
+    tensors with Python lists or arrays: ValueError.)
+
     Args:
       tokenizer: a `BertTokenizer`, or a vocabulary (path to `vocab.txt` or list of tokens)
         to build one with `do_lower_case`.
-      seq_length: length of the packed sequences.
+      seq_length: length of the packed sequences (an int in [2, 2**20]; can be overridden
+        per call).
       truncator: "round_robin" or "waterfall" (see `BertPackInputs`).
       do_lower_case: only used when `tokenizer` is a vocabulary.
+
+    Raises:
+      ValueError: segments whose batch sizes differ (naming both), inputs of a form above
+        it cannot read (the message lists the forms), string tensors of rank 2 or more,
+        batched mixed with unbatched segments, a bad `seq_length`/`truncator`/vocabulary.
+      TypeError: inputs that are not strings (numbers, ragged tensors, a dict), unknown
+        constructor or `from_preset` arguments.
+      tf.errors.InvalidArgumentError: inside a graph (`tf.function`, `dataset.map`) when
+        batch sizes are unknown while tracing and differ at run time. The assertion runs
+        before any tokenization op.
 
     Example:
 
@@ -36,15 +72,26 @@ class BertPreprocessor(keras.layers.Layer):
     >>> pair = preprocessor((["The fox"], ["Quick."]))
     >>> pair["input_word_ids"].numpy(), pair["input_type_ids"].numpy()
     (array([[2, 5, 8, 3, 6, 3]], dtype=int32), array([[0, 0, 0, 0, 1, 1]], dtype=int32))
+    >>> hf_pairs = preprocessor([["The fox", "Quick."]])  # a list of pairs: the same
+    >>> bool((hf_pairs["input_word_ids"] == pair["input_word_ids"]).numpy().all())
+    True
+    >>> preprocessor((["The fox", "the"], ["Quick."]))
+    Traceback (most recent call last):
+    ...
+    ValueError: ...the batch sizes differ: texts_a has 2, texts_b has 1...
     """
 
     def __init__(
         self, tokenizer, seq_length=128, truncator="round_robin", do_lower_case=True, **kwargs
     ):
+        checks.unknown_kwargs(
+            "BertPreprocessor", kwargs, checks.parameter_names(BertPreprocessor.__init__)
+        )
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
+        do_lower_case = checks.boolean("do_lower_case", do_lower_case)
         if isinstance(tokenizer, dict):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         if not isinstance(tokenizer, BertTokenizer):
@@ -57,29 +104,43 @@ class BertPreprocessor(keras.layers.Layer):
             padding_id=tokenizer.pad_token_id,
             truncator=truncator,
         )
-        self.seq_length = int(seq_length)
+        self.seq_length = self.packer.seq_length
         self.truncator = truncator
         self.built = True
 
-    @staticmethod
-    def _texts(x):
-        if isinstance(x, dict):
-            raise TypeError(
-                "BertPreprocessor takes a string tensor or a tuple of 1 to 3 of them, not a dict"
+    def _checked_texts(self, x):
+        """The segments of x as string tensors of one rank (0 or 1) and, when batched, one
+        batch size: ValueError now, or assertions in front of them in a graph."""
+        segments = text_segments(x)
+        names = SEGMENT_NAMES[: len(segments)] if len(segments) > 1 else ("texts",)
+        texts = [checks.string_tensor(s, f"BertPreprocessor {n}") for s, n in zip(segments, names)]
+        ranks = [tf.TensorShape(t.shape).rank for t in texts]  # (KerasTensor: a tuple)
+        for text, name, rank in zip(texts, names, ranks):
+            if rank not in (0, 1):
+                raise ValueError(
+                    f"BertPreprocessor: {name} must be a string or a batch of strings "
+                    f"[batch], got shape {tuple(text.shape)}. {ACCEPTED_FORMS}"
+                )
+        if len(set(ranks)) > 1:
+            raise ValueError(
+                "BertPreprocessor: segments must be all strings or all batches, got shapes "
+                + ", ".join(f"{n}: {tuple(t.shape)}" for n, t in zip(names, texts))
+                + f". {ACCEPTED_FORMS}"
             )
-        if isinstance(x, list) and not x:
-            return [tf.constant([], tf.string)]  # an empty batch
-        return list(x) if isinstance(x, (list, tuple)) and not _is_string_list(x) else [x]
+        if ranks[0] == 0 or isinstance(texts[0], keras.KerasTensor):
+            return texts
+        batch_sizes = checks.same_dims(texts, names, 0, "batch size", "BertPreprocessor")
+        return checks.after(batch_sizes, texts)
 
     def call(self, x, y=None, sample_weight=None, seq_length=None):
-        segments = [self.tokenizer.tokenize(tf.convert_to_tensor(t, tf.string))
-                    for t in self._texts(x)]
+        segments = [self.tokenizer.tokenize(t) for t in self._checked_texts(x)]
         out = self.packer(segments, seq_length=seq_length)
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
 
     def compute_output_spec(self, x, y=None, sample_weight=None, seq_length=None):
-        first = self._texts(x)[0]
-        shape = tuple(first.shape) + (int(seq_length or self.seq_length),)
+        texts = self._checked_texts(x)
+        seq_length = self.seq_length if seq_length is None else seq_length
+        shape = tuple(texts[0].shape) + (checked_seq_length(seq_length, len(texts)),)
         out = {
             name: keras.KerasTensor(shape, dtype="int32")
             for name in ("input_word_ids", "input_mask", "input_type_ids")
@@ -106,11 +167,64 @@ class BertPreprocessor(keras.layers.Layer):
     @classmethod
     def from_preset(cls, preset, seq_length=128, truncator="round_robin", do_lower_case=None,
                     **kwargs):
-        """The preprocessor of a preset: its vocabulary and casing (see `BertTokenizer`)."""
+        """The preprocessor of a preset: its vocabulary and casing (see `BertTokenizer`).
+
+        `kwargs`: Keras layer arguments (`name`, ...); others raise TypeError.
+        """
+        checks.unknown_kwargs(
+            "BertPreprocessor.from_preset", kwargs, checks.parameter_names(cls.from_preset)
+        )
         tokenizer = BertTokenizer.from_preset(preset, do_lower_case=do_lower_case)
         return cls(tokenizer, seq_length=seq_length, truncator=truncator, **kwargs)
 
 
-def _is_string_list(x):
-    """A plain Python list of str/bytes is one batch of texts, not a list of segments."""
-    return isinstance(x, list) and len(x) > 0 and all(isinstance(t, (str, bytes)) for t in x)
+def text_segments(x):
+    """The 1 to 3 segments x holds (each a string, a batch of strings or a tensor), read as
+    the class docstring says; ValueError/TypeError with the accepted forms otherwise."""
+    if isinstance(x, dict):
+        raise TypeError(f"BertPreprocessor got a dict. {ACCEPTED_FORMS}")
+    if isinstance(x, tuple):
+        segments = list(x)
+    elif isinstance(x, list):
+        segments = _list_segments(x)
+    else:
+        segments = [x]
+    if not 1 <= len(segments) <= 3:
+        raise ValueError(f"BertPreprocessor packs 1 to 3 segments, got {len(segments)}. "
+                         f"{ACCEPTED_FORMS}")
+    return segments
+
+
+def _list_segments(items):
+    """A Python list: one batch of texts, a batch of pairs/triples, or a list of tensors."""
+    if not items or all(_is_text(t) for t in items):
+        return [items]  # one batch (maybe empty)
+    if all(isinstance(t, (list, tuple)) for t in items):
+        sizes = sorted({len(t) for t in items})
+        if len(sizes) > 1 or sizes[0] not in (2, 3):
+            raise ValueError(
+                "BertPreprocessor got a list of lists, read as a batch of pairs or triples, "
+                f"but the items hold {' or '.join(map(str, sizes))} texts. {ACCEPTED_FORMS}"
+            )
+        leaves = [s for t in items for s in t]
+        if not all(_is_text(s) for s in leaves):
+            bad = next(s for s in leaves if not _is_text(s))
+            raise TypeError(f"BertPreprocessor got {bad!r} ({type(bad).__name__}) in a pair; "
+                            f"texts must be str or bytes. {ACCEPTED_FORMS}")
+        return [[t[i] for t in items] for i in range(sizes[0])]  # pairs -> segments
+    if all(_is_tensor(t) for t in items):
+        return list(items)  # one tensor per segment
+    kinds = sorted({type(t).__name__ for t in items})
+    if not any(isinstance(t, (list, tuple)) or _is_tensor(t) for t in items):
+        raise TypeError(f"BertPreprocessor got a list of {', '.join(kinds)}; texts must be str "
+                        f"or bytes. {ACCEPTED_FORMS}")
+    raise ValueError(f"BertPreprocessor cannot read a list that mixes {', '.join(kinds)}. "
+                     f"{ACCEPTED_FORMS}")
+
+
+def _is_text(x):
+    return isinstance(x, (str, bytes))
+
+
+def _is_tensor(x):
+    return isinstance(x, (tf.Tensor, tf.RaggedTensor, np.ndarray, keras.KerasTensor))

@@ -1,12 +1,15 @@
 """`BertTokenizer`: raw strings -> WordPiece ids inside the TensorFlow graph."""
 
+import os
 import warnings
 
 import keras
 import tensorflow as tf
 
-from keras_bert.text import normalization, preset_source
+from keras_bert.text import checks, normalization, preset_source
 from keras_bert.text import vocab as vocab_lib
+
+MAX_CHARS_PER_WORD = 2**20
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -22,10 +25,25 @@ class BertTokenizer(keras.layers.Layer):
     text, as in the original BERT.
 
     Args:
-      vocabulary: path to a BERT `vocab.txt`, or a list of tokens (id = position). It must
-        hold `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
+      vocabulary: path to a BERT `vocab.txt` (UTF-8; a byte-order mark is dropped), or a list
+        of tokens (id = position). It must hold `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and
+        `[MASK]`, no token twice, none over 256 UTF-8 bytes (after a `##`) or with a NUL.
       do_lower_case: lower-case and strip accents (uncased models) or not (cased models).
-      max_chars_per_word: words longer than this (in characters) become `[UNK]`.
+      max_chars_per_word: words longer than this (in characters, 1 to 2**20) become `[UNK]`.
+
+    Inputs: a string tensor of any shape (a scalar, a batch [batch], [batch, n], ...), or
+    str/bytes or (nested, rectangular) lists of them; the ids are ragged int32 with one
+    more dimension, [..., (tokens)].
+
+    Raises:
+      ValueError: a bad vocabulary (missing special token, duplicates, a token WordPiece
+        cannot hold, a file that is not UTF-8: naming the file and line), bad arguments
+        (`do_lower_case` not a bool, `max_chars_per_word` not an int in range), nested lists
+        of different lengths; in `detokenize`, ids outside [0, vocabulary_size) or of rank 0.
+      TypeError: inputs that are not strings (numbers, ragged tensors), ids that are not
+        integers, unknown constructor or `from_preset` arguments.
+      tf.errors.InvalidArgumentError: `detokenize` inside a graph with ids outside the
+        vocabulary (the check runs before the look-up).
 
     Example:
 
@@ -39,6 +57,9 @@ class BertTokenizer(keras.layers.Layer):
     """
 
     def __init__(self, vocabulary, do_lower_case=True, max_chars_per_word=200, **kwargs):
+        checks.unknown_kwargs(
+            "BertTokenizer", kwargs, checks.parameter_names(BertTokenizer.__init__)
+        )
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         # Strings in, ids out: no float casting of inputs; no weights to build.
@@ -46,9 +67,13 @@ class BertTokenizer(keras.layers.Layer):
         self._allow_non_tensor_positional_args = True
         self.built = True
         self.vocabulary = vocab_lib.load_vocabulary(vocabulary)
-        vocab_lib.check_vocabulary(self.vocabulary)
-        self.do_lower_case = bool(do_lower_case)
-        self.max_chars_per_word = int(max_chars_per_word)
+        path = vocabulary if isinstance(vocabulary, (str, os.PathLike)) else None
+        vocab_lib.check_vocabulary(self.vocabulary, path=path)
+        self.do_lower_case = checks.boolean("do_lower_case", do_lower_case)
+        self.max_chars_per_word = checks.integer(
+            "max_chars_per_word", max_chars_per_word, minimum=1, maximum=MAX_CHARS_PER_WORD
+        )
+        self._ids = {t: i for i, t in enumerate(self.vocabulary)}
         self.special_token_ids = vocab_lib.special_token_ids(self.vocabulary)
         self._wordpiece = None
         normalization.patterns()  # build the character classes now, outside any tracing
@@ -62,10 +87,14 @@ class BertTokenizer(keras.layers.Layer):
         return list(self.vocabulary)
 
     def token_to_id(self, token):
-        return self.vocabulary.index(token)
+        if token not in self._ids:
+            raise ValueError(f"{token!r} is not in the vocabulary")
+        return self._ids[token]
 
     def id_to_token(self, token_id):
-        return self.vocabulary[int(token_id)]
+        return self.vocabulary[
+            checks.integer("token_id", token_id, minimum=0, maximum=self.vocabulary_size - 1)
+        ]
 
     @property
     def pad_token_id(self):
@@ -106,7 +135,7 @@ class BertTokenizer(keras.layers.Layer):
     # ---- tokenization -------------------------------------------------------------------
     def words(self, inputs):
         """The basic tokenization: string tensor of shape [...] -> ragged words [..., (words)]."""
-        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        inputs = checks.string_tensor(inputs, "BertTokenizer input")
         if inputs.shape.rank == 0:
             return self.words(inputs[tf.newaxis])[0]
         words = normalization.basic_tokenize(inputs, lower_case=self.do_lower_case)
@@ -130,6 +159,7 @@ class BertTokenizer(keras.layers.Layer):
         With `per_word=True` the ids keep the words: [batch, (words), (pieces)], the input of
         whole-word masking.
         """
+        per_word = checks.boolean("per_word", per_word)
         words = self.words(inputs)
         ids = self._wordpiece_tokenizer().tokenize(words)  # [..., (words), (pieces)]
         if per_word:
@@ -141,8 +171,13 @@ class BertTokenizer(keras.layers.Layer):
 
     def detokenize(self, ids):
         """Ids [..., tokens] (dense or ragged) -> strings [...], pieces joined as in HF/BERT."""
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
+        ids = checks.integer_tensor(ids, "detokenize ids")
+        if ids.shape.rank == 0:
+            raise ValueError("detokenize takes ids of shape [..., tokens], got a scalar")
+        in_vocab = checks.values_in(
+            ids, "ids", 0, self.vocabulary_size, "BertTokenizer.detokenize", " (the vocabulary)"
+        )
+        ids = checks.after(in_vocab, tf.cast(ids, tf.int32))  # (gather takes no uint8 ids)
         tokens = tf.gather(tf.constant(self.vocabulary), ids)
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         return tf.strings.regex_replace(text, " ##", "")
@@ -167,8 +202,13 @@ class BertTokenizer(keras.layers.Layer):
         """The tokenizer of a preset (a name in the registry or a preset directory).
 
         `do_lower_case` defaults to the preset's casing; giving a different one warns, since
-        the ids then no longer match what the model was trained on.
+        the ids then no longer match what the model was trained on. `kwargs`: the other
+        constructor arguments (`max_chars_per_word`, `name`, ...); others raise TypeError.
         """
+        accepted = checks.parameter_names(BertTokenizer.from_preset)
+        accepted += checks.parameter_names(BertTokenizer.__init__)
+        checks.unknown_kwargs("BertTokenizer.from_preset", kwargs,
+                              [a for a in accepted if a not in ("kwargs", "vocabulary")])
         loaded = preset_source.load(preset)
         preset_lower = bool(loaded.do_lower_case)
         if do_lower_case is None:

@@ -1,5 +1,6 @@
 """WordPiece vocabularies: loading `vocab.txt` and checking BERT's special tokens are there."""
 
+import io
 import os
 
 PAD = "[PAD]"
@@ -8,41 +9,86 @@ CLS = "[CLS]"
 SEP = "[SEP]"
 MASK = "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+SUFFIX_INDICATOR = "##"
+# tensorflow-text's FastWordpieceTokenizer takes tokens of at most this many UTF-8 bytes
+# (not counting the "##" of a suffix) and none with a NUL character.
+MAX_TOKEN_BYTES = 256
 
 
 def load_vocabulary(vocabulary):
     """Returns the vocabulary as a list of str tokens; id = position.
 
     Args:
-      vocabulary: a path to a `vocab.txt` (one token per line, as in BERT checkpoints), or a
-        sequence of tokens.
+      vocabulary: a path to a `vocab.txt` (UTF-8, one token per line, as in BERT checkpoints;
+        a byte-order mark at the start is dropped), or a sequence of str (or UTF-8 bytes).
+
+    Raises:
+      FileNotFoundError: no such file.
+      ValueError: a file that is not UTF-8 (naming the file and the 1-based line), bytes
+        tokens that are not UTF-8 (naming the item).
+      TypeError: bytes instead of a path or list, or items that are not str/bytes.
     """
     if isinstance(vocabulary, (str, os.PathLike)):
-        path = os.fspath(vocabulary)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"vocabulary file not found: {path!r}")
-        with open(path, "r", encoding="utf-8") as f:
-            # Like the reference's load_vocab: strip only the line end; a token may hold spaces.
-            tokens = [line.rstrip("\n").rstrip("\r") for line in f]
-        if tokens and tokens[-1] == "":
-            tokens.pop()
-        return tokens
+        return _read_vocab_file(os.fspath(vocabulary))
     if isinstance(vocabulary, bytes):
         raise TypeError("vocabulary must be a path or a list of tokens, got bytes")
-    tokens = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in vocabulary]
+    try:
+        items = list(vocabulary)
+    except TypeError:
+        raise TypeError(
+            f"vocabulary must be a path or a list of tokens, got {type(vocabulary).__name__}"
+        ) from None
+    return [_token(t, i) for i, t in enumerate(items)]
+
+
+def _read_vocab_file(path):
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"vocabulary file not found: {path!r}")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8-sig")  # drops a byte-order mark
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ValueError(
+            f"vocabulary file {path!r}, line {line}: not valid UTF-8 (byte "
+            f"0x{data[err.start]:02x} at byte {column} of the line); save it as UTF-8"
+        ) from None
+    # As open(..., "r") reads it (universal newlines), and like the reference's load_vocab
+    # strip only the line end: a token may hold spaces.
+    tokens = [line.rstrip("\n") for line in io.StringIO(text, newline=None)]
+    if tokens and tokens[-1] == "":
+        tokens.pop()
     return tokens
 
 
-def check_vocabulary(tokens, required=SPECIAL_TOKENS):
-    """Raises ValueError naming every required special token missing from `tokens`."""
+def _token(token, index):
+    if isinstance(token, bytes):
+        try:
+            return token.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"vocabulary item {index} ({token!r:.60}) is not UTF-8") from None
+    if not isinstance(token, str):
+        raise TypeError(
+            f"vocabulary item {index} must be a str, got {token!r:.60} ({type(token).__name__})"
+        )
+    return token
+
+
+def check_vocabulary(tokens, required=SPECIAL_TOKENS, path=None):
+    """Raises ValueError naming every required special token missing from `tokens`, the first
+    duplicate tokens, or a token tensorflow-text's WordPiece cannot hold (by its id, and by
+    file and line when the vocabulary was read from `path`)."""
+    source = f"vocabulary file {path!r}" if path else "the vocabulary"
     if not tokens:
-        raise ValueError("the vocabulary is empty")
+        raise ValueError(f"{source} is empty")
     present = set(tokens)
     missing = [t for t in required if t not in present]
     if missing:
         raise ValueError(
-            "the vocabulary lacks the special token(s) %s, which BERT needs; a BERT vocab.txt "
-            "has %s" % (", ".join(missing), ", ".join(required))
+            "%s lacks the special token(s) %s, which BERT needs; a BERT vocab.txt "
+            "has %s" % (source, ", ".join(missing), ", ".join(required))
         )
     if len(present) != len(tokens):
         seen, dups = set(), []
@@ -50,7 +96,25 @@ def check_vocabulary(tokens, required=SPECIAL_TOKENS):
             if t in seen:
                 dups.append(t)
             seen.add(t)
-        raise ValueError("the vocabulary has duplicate tokens: %r" % dups[:10])
+        raise ValueError("%s has duplicate tokens: %r" % (source, dups[:10]))
+    for i, token in enumerate(tokens):
+        problem = _wordpiece_problem(token)
+        if problem:
+            line = f", line {i + 1}" if path else ""
+            raise ValueError(f"{source}{line}: the token with id {i} ({token!r:.60}) {problem}")
+
+
+def _wordpiece_problem(token):
+    """Why FastWordpieceTokenizer cannot take `token`, or None."""
+    if "\x00" in token:
+        return "holds a NUL character"
+    try:
+        size = len(token.removeprefix(SUFFIX_INDICATOR).encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not valid Unicode (a lone surrogate)"
+    if size > MAX_TOKEN_BYTES:
+        return f"is {size} UTF-8 bytes long; WordPiece takes at most {MAX_TOKEN_BYTES}"
+    return None
 
 
 def special_token_ids(tokens):

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from keras_bert.text import normalization
+from keras_bert.text import checks, normalization
 from keras_bert.text import vocab as vocab_lib
 
 
@@ -30,6 +30,10 @@ def learn_vocabulary(
       **learn_params: passed to `wordpiece_tokenizer_learner_lib.learn` (e.g. `lower_thresh`,
         `max_unique_chars`).
 
+    Raises:
+      ValueError: `vocab_size` not an int >= the number of reserved tokens, `batch_size` not
+        an int >= 1, `do_lower_case` not a bool, no words in `texts`.
+
     Example:
 
     >>> vocab = learn_vocabulary(["the cat sat", "the cats sat on the mat"] * 20,
@@ -39,6 +43,10 @@ def learn_vocabulary(
     """
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+    reserved_tokens = list(reserved_tokens)
+    vocab_size = checks.integer("vocab_size", vocab_size, minimum=len(reserved_tokens))
+    batch_size = checks.integer("batch_size", batch_size, minimum=1, maximum=2**20)
+    do_lower_case = checks.boolean("do_lower_case", do_lower_case)
     normalization.patterns()  # build the character classes eagerly, not under autograph
     if not isinstance(texts, tf.data.Dataset):
         texts = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string))
@@ -49,7 +57,7 @@ def learn_vocabulary(
     counts = learner.count_words(words.as_numpy_iterator())
     if not counts:
         raise ValueError("no words in the input texts")
-    vocab = learner.learn(counts, vocab_size, list(reserved_tokens), **learn_params)
+    vocab = learner.learn(counts, vocab_size, reserved_tokens, **learn_params)
     # The learner can overshoot by a token or so; the tail holds its rarest character pieces.
     vocab = vocab[:vocab_size]
     vocab_lib.check_vocabulary(vocab, required=tuple(reserved_tokens))

@@ -1,9 +1,11 @@
 """BertEncoder.from_preset / save_to_preset and round trips through every writer."""
 
 import os
+import re
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras
 from keras_bert import BertConfig, BertEncoder
@@ -186,3 +188,90 @@ def test_misspelled_constructor_argument_is_a_type_error_naming_it():
         BertEncoder(config, nme="x")
     frozen = BertEncoder(config, name="x", trainable=False)
     assert (frozen.name, frozen.trainable) == ("x", False)
+
+def _tiny_inputs(batch=3, seq=5, **changes):
+    ids = np.full((batch, seq), 7, "int32")
+    inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+              "input_type_ids": np.zeros_like(ids)}
+    inputs.update(changes)
+    return inputs
+
+
+@pytest.mark.parametrize("name", ["input_mask", "input_type_ids"])
+def test_inputs_of_other_shapes_are_not_broadcast(name):
+    """A 1-row input_mask or input_type_ids was broadcast over the whole batch."""
+    encoder = _small_encoder()
+    one_row = _tiny_inputs(**{name: np.ones((1, 5), "int32")})
+    got = {"input_mask": "(3, 5)", "input_type_ids": "(3, 5)", name: "(1, 5)"}
+    with pytest.raises(ValueError, match=re.escape(
+            "input_word_ids, input_mask and input_type_ids must have the same shape; got "
+            f"input_word_ids (3, 5), input_mask {got['input_mask']}, "
+            f"input_type_ids {got['input_type_ids']}")):
+        encoder(one_row)
+    with pytest.raises(ValueError, match=r"input_mask \(3, 4\)"):
+        encoder(_tiny_inputs(input_mask=np.ones((3, 4), "int32")))
+    spec = {k: tf.TensorSpec([None, None], tf.int32) for k in one_row}
+    graph = tf.function(lambda x: encoder(x)["pooled_output"], input_signature=[spec])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"must have the same shape; got\] \[input_word_ids\] \[3 5\]"):
+        graph({k: tf.constant(v) for k, v in one_row.items()})
+    assert graph({k: tf.constant(v) for k, v in _tiny_inputs().items()}).shape == (3, 16)
+
+
+def test_values_dtypes_ranks_and_keys():
+    encoder = _small_encoder()
+    bad_values = [
+        ("input_word_ids", 40, r"input_word_ids must be in \[0, 40\) \(vocab_size\); it holds 40"),
+        ("input_word_ids", -1, "it holds -1"),
+        ("input_type_ids", 2, r"input_type_ids must be in \[0, 2\) \(type_vocab_size\)"),
+        ("input_mask", 2, r"input_mask must be in \[0, 2\) \(0 or 1\); it holds 2"),
+    ]
+    for name, value, message in bad_values:
+        with pytest.raises(ValueError, match=message):
+            encoder(_tiny_inputs(**{name: np.full((3, 5), value, "int32")}))
+    spec = {k: tf.TensorSpec([None, None], tf.int32) for k in _tiny_inputs()}
+    graph = tf.function(lambda x: encoder(x)["pooled_output"], input_signature=[spec])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"input_word_ids must be in \[0, 40\) \(vocab_size\); it holds "
+                             r"values from\] \[7\] \[to\] \[99\]"):
+        graph({k: tf.constant(v) for k, v in _tiny_inputs(
+            input_word_ids=np.array([[7] * 4 + [99]] * 3, "int32")).items()})
+    with pytest.raises(TypeError, match="input_word_ids must hold integer ids, got dtype float32"):
+        encoder(_tiny_inputs(input_word_ids=np.full((3, 5), 7.7, "float32")))  # was cast to 7
+    with pytest.raises(TypeError, match="input_word_ids must hold integer ids, got dtype string"):
+        encoder(_tiny_inputs(input_word_ids=np.full((3, 5), "a")))
+    for shape in ((5,), (1, 3, 5)):
+        with pytest.raises(ValueError, match=r"inputs must be \[batch, seq\]; got input_word_ids "
+                                             + re.escape(str(shape))):
+            encoder({k: np.ones(shape, "int32") for k in _tiny_inputs()})
+    with pytest.raises(ValueError, match=r"at least one token \(\[CLS\], which the pooler reads\)"):
+        encoder(_tiny_inputs(seq=0))  # was a StridedSlice error from the pooler
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at least one token"):
+        graph({k: tf.constant(v) for k, v in _tiny_inputs(seq=0).items()})
+    with pytest.raises(ValueError, match="the inputs lack input_type_ids"):
+        encoder({k: v for k, v in _tiny_inputs().items() if k != "input_type_ids"})
+    with pytest.raises(TypeError, match="takes a dict with keys input_word_ids"):
+        encoder([np.ones((3, 5), "int32")] * 3)
+    # int64 ids, a bool mask and extra keys (the masker's) are fine
+    want = encoder(_tiny_inputs())["pooled_output"]
+    fine = _tiny_inputs(input_word_ids=np.full((3, 5), 7, "int64"),
+                        input_mask=np.ones((3, 5), bool), masked_lm_ids=np.zeros((3, 2)))
+    np.testing.assert_array_equal(encoder(fine)["pooled_output"], want)
+
+
+def test_symbolic_inputs_and_nested_models(tmp_path):
+    encoder = _small_encoder()
+    inputs = {k: keras.Input(shape=(None,), dtype="int32", name=k) for k in _tiny_inputs()}
+    outer = keras.Model(inputs, encoder(inputs)["pooled_output"])
+    x = _tiny_inputs()
+    np.testing.assert_array_equal(outer(x), encoder(x)["pooled_output"])
+    with pytest.raises(ValueError, match="must be in"):  # the checks run inside the outer model
+        outer(_tiny_inputs(input_word_ids=np.full((3, 5), 40, "int32")))
+    path = str(tmp_path / "outer.keras")
+    outer.save(path)
+    np.testing.assert_array_equal(keras.models.load_model(path)(x), outer(x))
+    mismatched = {"input_word_ids": keras.Input(batch_shape=(2, 5), dtype="int32"),
+                  "input_mask": keras.Input(batch_shape=(1, 5), dtype="int32"),
+                  "input_type_ids": keras.Input(batch_shape=(2, 5), dtype="int32")}
+    with pytest.raises(ValueError, match=r"input_mask \(1, 5\)"):
+        encoder(mismatched)

@@ -140,3 +140,109 @@ def test_per_element_seeds_in_parallel_dataset(packed):
         return sorted(tuple(b["masked_lm_positions"].numpy().ravel()) for b in mapped)
 
     assert run() == run()
+
+
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"]
+IDS = [[2, 5, 6, 7, 3, 0]]
+MASK = [[1, 1, 1, 1, 1, 0]]
+
+
+@pytest.mark.parametrize("name,bad", [
+    ("max_predictions_per_seq", 0), ("max_predictions_per_seq", -3),
+    ("max_predictions_per_seq", 12.7), ("max_predictions_per_seq", "128"),
+    ("max_predictions_per_seq", True), ("mask_rate", 0.0), ("mask_rate", 1.5),
+    ("mask_rate", "0.15"), ("mask_rate", float("nan")), ("mask_rate", True),
+    ("mask_token_rate", -0.1), ("random_token_rate", 1.1), ("whole_word_masking", "yes"),
+    ("seed", 1.5), ("seed", True), ("seed", -1),
+])
+def test_bad_arguments(name, bad):
+    """max_predictions_per_seq=0 or -3 once ran and gave empty or all-zero outputs."""
+    with pytest.raises(ValueError, match=name):
+        MaskedLMMasker(TINY_VOCAB, **{name: bad})
+
+
+def test_bad_argument_combinations_and_kwargs():
+    with pytest.raises(ValueError, match=r"mask_token_rate \+ random_token_rate must be <= 1"):
+        MaskedLMMasker(TINY_VOCAB, mask_token_rate=0.8, random_token_rate=0.3)
+    with pytest.raises(ValueError, match="every token of the vocabulary is a .* special one"):
+        MaskedLMMasker(TINY_VOCAB[:5])
+    assert MaskedLMMasker(TINY_VOCAB[:5], random_token_rate=0.0).max_predictions_per_seq == 20
+    with pytest.raises(TypeError, match=r"unknown keyword argument 'max_predictions' \(did you "
+                                        r"mean 'max_predictions_per_seq'\?\)\. It accepts "
+                                        r"MaskedLMMasker arguments: vocabulary, mask_rate, "
+                                        r"max_predictions_per_seq"):
+        MaskedLMMasker(TINY_VOCAB, max_predictions=5)
+
+
+def test_input_mask_must_be_zeros_and_ones():
+    """Values other than 0/1 were used as weights."""
+    masker = MaskedLMMasker(TINY_VOCAB, seed=1)
+    with pytest.raises(ValueError, match="input_mask must hold only 0 and 1; it holds 2"):
+        masker({"input_word_ids": IDS, "input_mask": [[1, 1, 2, 1, 1, 0]]})
+    with pytest.raises(ValueError, match="it holds 0.5"):
+        masker({"input_word_ids": IDS, "input_mask": [[1, 1, 0.5, 1, 1, 0]]})
+    spec = tf.TensorSpec([None, None], tf.int32)
+    graph = tf.function(lambda i, m: masker({"input_word_ids": i, "input_mask": m}),
+                        input_signature=[spec, spec])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input_mask must hold only 0 and 1"):
+        graph(tf.constant(IDS), tf.constant([[1, 1, 2, 1, 1, 0]]))
+    # bool and float 0/1 masks are masks
+    out = masker({"input_word_ids": tf.constant(IDS), "input_mask": tf.constant(MASK) > 0})
+    assert out["masked_lm_weights"].numpy().sum() == 1
+    masker({"input_word_ids": tf.constant(IDS), "input_mask": tf.constant(MASK, tf.float32)})
+
+
+def test_ids_and_shapes():
+    masker = MaskedLMMasker(TINY_VOCAB, seed=1)
+    with pytest.raises(ValueError, match=r"input_word_ids must be in \[0, 8\) \(the vocabulary\); "
+                                         r"it holds 8"):
+        masker({"input_word_ids": [[2, 8, 3]]})
+    with pytest.raises(ValueError, match="it holds -1"):
+        masker(tf.constant([[2, -1, 3]], tf.int64))
+    with pytest.raises(ValueError, match="it holds 4294967301"):  # not 5 after an int32 cast
+        masker(tf.constant([[2, 2**32 + 5, 3]], tf.int64))
+    with pytest.raises(TypeError, match="input_word_ids must hold integer ids, got dtype float32"):
+        masker({"input_word_ids": [[2.0, 5.0, 3.0]]})
+    with pytest.raises(TypeError, match="got dtype string"):
+        masker({"input_word_ids": [["a"]]})
+    for bad in ([2, 5, 3], [[[2, 5, 3]]]):
+        with pytest.raises(ValueError, match=r"input_word_ids must be a dense \[batch, seq\]"):
+            masker({"input_word_ids": bad})
+    with pytest.raises(ValueError, match="ragged tensor"):
+        masker(tf.ragged.constant([[2, 5], [3]]))
+    with pytest.raises(ValueError, match="the batch sizes differ: input_word_ids has 2, "
+                                         "input_mask has 1"):  # was broadcast
+        masker({"input_word_ids": IDS * 2, "input_mask": MASK})
+    with pytest.raises(ValueError, match="sequence lengths differ: input_word_ids has 6, "
+                                         "input_mask has 5"):
+        masker({"input_word_ids": IDS, "input_mask": [[1, 1, 1, 1, 1]]})
+    with pytest.raises(TypeError, match="input_mask must be 0/1 numbers or bools, got dtype string"):
+        masker({"input_word_ids": IDS, "input_mask": [["1"] * 6]})
+    with pytest.raises(ValueError, match=r"have no 'input_word_ids' \(keys: \['ids'\]\)"):
+        masker({"ids": IDS})
+    for seed in (5, [1, 2, 3], [1.0, 2.0]):
+        with pytest.raises(ValueError, match=r"seed= must be a shape \[2\] integer tensor"):
+            masker({"input_word_ids": IDS}, seed=seed)
+    spec = tf.TensorSpec([None, None], tf.int32)
+    graph = tf.function(lambda i, m: masker({"input_word_ids": i, "input_mask": m}),
+                        input_signature=[spec, spec])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"the batch sizes differ: input_word_ids has\] \[2\]"):
+        graph(tf.constant(IDS * 2), tf.constant(MASK))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"input_word_ids must be in \[0, 8\)"):
+        graph(tf.constant([[2, 99, 3]]), tf.constant([[1, 1, 1]]))
+
+
+def test_empty_batches_and_empty_sequences():
+    masker = MaskedLMMasker(TINY_VOCAB, max_predictions_per_seq=3, seed=1)
+    for shape in ([0, 6], [2, 0], [0, 0]):
+        out = masker({"input_word_ids": tf.zeros(shape, tf.int32),
+                      "input_mask": tf.zeros(shape, tf.int32)})
+        assert out["masked_lm_positions"].shape == (shape[0], 3)
+        assert out["input_word_ids"].shape == tuple(shape)
+    wwm = MaskedLMMasker(TINY_VOCAB, whole_word_masking=True, seed=1)
+    assert wwm(tf.zeros([2, 0], tf.int32))["masked_lm_weights"].shape == (2, 20)
+    # in a graph that does not know the length, the whole-word scan runs over no words
+    graph = tf.function(wwm, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    assert graph(tf.zeros([2, 0], tf.int32))["masked_lm_weights"].shape == (2, 20)
+    assert graph(tf.constant(IDS))["masked_lm_weights"].numpy().sum() == 1

@@ -73,3 +73,126 @@ def test_config_round_trip():
     packer = _packer(seq_length=9, truncator="waterfall")
     clone = BertPackInputs.from_config(packer.get_config())
     assert clone.get_config() == packer.get_config()
+
+
+def _reference_pack(segments, seq_length, truncator):
+    """tensorflow-text's own trimmer + combine_segments + pad_model_inputs."""
+    import tensorflow_text as tf_text
+
+    budget = seq_length - len(segments) - 1
+    trimmer = (tf_text.RoundRobinTrimmer if truncator == "round_robin"
+               else tf_text.WaterfallTrimmer)(max_seq_length=budget)
+    ids, types = tf_text.combine_segments(trimmer.trim(segments), 2, 3)
+    ids, mask = tf_text.pad_model_inputs(ids, max_seq_length=seq_length, pad_value=0)
+    types, _ = tf_text.pad_model_inputs(types, max_seq_length=seq_length, pad_value=0)
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+
+@pytest.mark.parametrize("truncator", ["round_robin", "waterfall"])
+def test_same_as_tensorflow_text(truncator):
+    """Our length arithmetic gives what tensorflow-text's trimmers and combiner give."""
+    rng = np.random.default_rng(1)
+    for case in range(60):
+        k = 1 + case % 3
+        seq_length = int(rng.integers(k + 1, 14))
+        segments = [
+            tf.ragged.constant(
+                [list(range(10 * (j + 1), 10 * (j + 1) + int(rng.integers(0, 12))))
+                 for _ in range(4)], dtype=tf.int32, ragged_rank=1, inner_shape=())
+            for j in range(k)
+        ]
+        got = _packer(seq_length=seq_length, truncator=truncator)(segments)
+        want = _reference_pack(segments, seq_length, truncator)
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key], err_msg=f"{key} case {case}")
+
+
+SEGMENT_A = tf.ragged.constant([[5, 6], [7]])
+SEGMENT_B = tf.ragged.constant([[8]])
+
+
+def test_batch_sizes_that_differ_are_an_error_eagerly():
+    """Once tensorflow-text returned process memory as ids (or crashed) for these."""
+    with pytest.raises(ValueError, match="batch sizes differ: segment 1 has 2, segment 2 has 1"):
+        _packer(seq_length=8)([SEGMENT_A, SEGMENT_B])
+    with pytest.raises(ValueError, match="segment 1 has 2, segment 2 has 2, segment 3 has 1"):
+        _packer(seq_length=8)([SEGMENT_A, SEGMENT_A, SEGMENT_B])
+
+
+def test_batch_sizes_that_differ_in_a_graph():
+    packer = _packer(seq_length=8)
+    # Static shapes tell while tracing: ValueError.
+    with pytest.raises(ValueError, match="segment 1 has 2, segment 2 has 1"):
+        tf.function(lambda a, b: packer([a, b]))(SEGMENT_A, SEGMENT_B)
+    # Unknown while tracing: the assertion, before any packing op.
+    spec = tf.RaggedTensorSpec([None, None], tf.int32)
+    traced = tf.function(lambda a, b: packer([a, b]), input_signature=[spec, spec])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"batch sizes differ: segment 1 has\] \[2\] \[, segment 2 has\] \[1\]"):
+        traced(SEGMENT_A, SEGMENT_B)
+    np.testing.assert_array_equal(traced(SEGMENT_A, SEGMENT_A)["input_word_ids"],
+                                  packer([SEGMENT_A, SEGMENT_A])["input_word_ids"])
+    ds = tf.data.Dataset.from_generator(
+        lambda: iter([(SEGMENT_A, SEGMENT_B)]), output_signature=(spec, spec))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="batch sizes differ"):
+        list(ds.map(lambda a, b: packer([a, b])))
+
+
+def test_bad_ranks_and_dtypes():
+    packer = _packer(seq_length=8)
+    per_word = tf.ragged.constant([[[5, 6], [7]], [[8]]])  # ragged_rank 2
+    with pytest.raises(ValueError, match=r"segment 1 must be \[batch, \(tokens\)\].*merge_dims"):
+        packer(per_word)
+    with pytest.raises(ValueError, match=r"segment 1 must be \[batch, tokens\].*\(1, 2, 3\)"):
+        packer(tf.zeros([1, 2, 3], tf.int32))
+    with pytest.raises(ValueError, match=r"segment 2 must be .*got shape \(\)"):
+        packer([tf.constant([5]), tf.constant(6)])
+    with pytest.raises(ValueError, match="all batched or all unbatched"):
+        packer([tf.constant([5, 6]), tf.constant([[7]])])
+    with pytest.raises(TypeError, match="segment 1 must hold integer ids, got dtype float32"):
+        packer(tf.constant([[1.5, 2.0]]))
+    with pytest.raises(TypeError, match="segment 2 must hold integer ids, got dtype string"):
+        packer([tf.constant([[5]]), tf.constant([["a"]])])
+    with pytest.raises(TypeError, match="segment 1 must hold integer ids, got dtype bool"):
+        packer(tf.constant([[True]]))
+    with pytest.raises(ValueError, match=r"segment 1 ids must be in \[0, 2147483648\); it holds -1"):
+        packer(tf.constant([[5, -1]]))
+    with pytest.raises(ValueError, match="it holds 4294967301"):  # would wrap to 5 in int32
+        packer(tf.constant([[2**32 + 5]], tf.int64))
+    with pytest.raises(TypeError, match="not a dict"):
+        packer({"input_word_ids": SEGMENT_A})
+    # nested Python lists are read as ragged
+    out = packer([[5, 6], [7]])  # one unbatched pair
+    assert out["input_word_ids"].numpy().tolist() == [2, 5, 6, 3, 7, 3, 0, 0]
+    assert packer([[[5, 6], [7]]])["input_word_ids"].shape == (2, 8)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1, 12.7, "128", True, None, 2**21])
+def test_bad_seq_length(bad):
+    with pytest.raises(ValueError, match="seq_length"):
+        _packer(seq_length=bad)
+    if bad is not None:  # None at call time means the layer's own
+        with pytest.raises(ValueError, match="seq_length"):
+            _packer(seq_length=8)(SEGMENT_A, seq_length=bad)
+
+
+def test_bad_id_arguments_and_unknown_kwargs():
+    for name in ("start_of_sequence_id", "end_of_segment_id", "padding_id"):
+        for bad in (-1, 2.0, "3", False, 2**31):
+            with pytest.raises(ValueError, match=name):
+                BertPackInputs(**{name: bad})
+    with pytest.raises(TypeError, match=r"unknown keyword argument 'seq_lenght' \(did you mean "
+                                        r"'seq_length'\?\)\. It accepts BertPackInputs "
+                                        r"arguments: seq_length, .*truncator; Keras layer arguments: "
+                                        r"name, dtype"):
+        BertPackInputs(seq_lenght=64)
+    assert BertPackInputs(name="packer", trainable=False).name == "packer"
+
+
+def test_empty_batches_and_zero_budget():
+    packer = _packer(seq_length=3)
+    out = packer([tf.zeros([0, 4], tf.int32), tf.ragged.constant([], tf.int32, ragged_rank=1)])
+    assert out["input_word_ids"].shape == (0, 3)
+    out = packer([tf.constant([[5, 6]]), tf.constant([[7]])])  # room for the specials only
+    assert out["input_word_ids"].numpy().tolist() == [[2, 3, 3]]
+    assert out["input_type_ids"].numpy().tolist() == [[0, 0, 1]]

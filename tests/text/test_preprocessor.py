@@ -128,3 +128,125 @@ def test_saved_model_export_keeps_tokenization_in_graph(preprocessor, tmp_path):
     served, direct = loaded.serve(x), model(x)
     for key in direct:
         np.testing.assert_array_equal(served[key], direct[key])
+
+
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return BertPreprocessor(TINY_VOCAB, seq_length=8)
+
+
+def test_pairs_whose_batch_sizes_differ(tiny):
+    """Eagerly this once returned bytes of process memory as ids."""
+    with pytest.raises(ValueError, match="the batch sizes differ: texts_a has 2, texts_b has 1"):
+        tiny((["a", "b"], ["c"]))
+    with pytest.raises(ValueError, match="texts_a has 3, texts_b has 3, texts_c has 1"):
+        tiny((["a", "b", "a"], ["a", "b", "c"], ["c"]))
+    with pytest.raises(ValueError, match="texts_a has 2, texts_b has 1"):
+        tf.function(lambda a, b: tiny((a, b)))(tf.constant(["a", "b"]), tf.constant(["c"]))
+    spec = tf.TensorSpec([None], tf.string)
+    traced = tf.function(lambda a, b: tiny((a, b)), input_signature=[spec, spec])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"BertPreprocessor: the batch sizes differ: texts_a has\] \[3\] "
+                             r"\[, texts_b has\] \[1\]"):
+        traced(tf.constant(["a", "b", "a"]), tf.constant(["c"]))
+    assert traced(tf.constant(["a"]), tf.constant(["c"]))["input_word_ids"].shape == (1, 8)
+
+
+CRASHED_BEFORE = """
+import tensorflow as tf
+from keras_bert.text import BertPreprocessor
+p = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"], seq_length=8)
+for case in ("eager", "dataset"):
+    try:
+        if case == "eager":
+            p((["a", "b", "a"], ["c"]))
+        else:
+            ds = tf.data.Dataset.from_generator(
+                lambda: iter([(["a", "b", "a"], ["c"])]),
+                output_signature=(tf.TensorSpec([None], tf.string),) * 2)
+            list(ds.map(lambda a, b: p((a, b))))
+    except (ValueError, tf.errors.InvalidArgumentError) as err:
+        print(case, type(err).__name__, "batch sizes differ" in str(err))
+"""
+
+
+def test_pairs_that_crashed_the_process():
+    """3 texts against 1: a segfault eagerly (rc 139), std::length_error in tf.data (rc 134)."""
+    from tests.isolated import run_python
+
+    result = run_python(CRASHED_BEFORE)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[:2] == [
+        "eager ValueError True", "dataset InvalidArgumentError True"], result.stdout
+
+
+def test_hugging_face_list_of_pairs(tiny):
+    """[[q, a], ...] is a batch of pairs (it was read as two segments, transposed)."""
+    hf = tiny([["a", "b b"], ["c", "a"]])
+    segments = tiny((["a", "c"], ["b b", "a"]))
+    for key in segments:
+        np.testing.assert_array_equal(hf[key], segments[key])
+    assert hf["input_word_ids"].numpy().tolist() == [[2, 5, 3, 6, 6, 3, 0, 0],
+                                                     [2, 7, 3, 5, 3, 0, 0, 0]]
+    assert tiny([("a", "b", "c")])["input_type_ids"].numpy().tolist() == [[0, 0, 0, 1, 1, 2, 2, 0]]
+    # a list of tensors is still one tensor per segment
+    listed = tiny([tf.constant(["a", "c"]), tf.constant(["b b", "a"])])
+    np.testing.assert_array_equal(listed["input_word_ids"], segments["input_word_ids"])
+
+
+@pytest.mark.parametrize(
+    "bad,error,message",
+    [
+        ([["a", "b"], ["c", "a", "b"]], ValueError, "the items hold 2 or 3 texts"),
+        ([["a"], ["b"]], ValueError, "the items hold 1 texts"),
+        (["a", ["b", "c"]], ValueError, "cannot read a list that mixes list, str"),
+        ([["a", 1], ["b", "c"]], TypeError, r"got 1 \(int\) in a pair"),
+        ([1, 2], TypeError, "got a list of int"),
+        ((["a"], ["b"], ["c"], ["a"]), ValueError, "packs 1 to 3 segments, got 4"),
+        ({"text": ["a"]}, TypeError, "got a dict"),
+        (np.array([["a", "b"], ["c", "a"]]), ValueError, r"texts must be .* got shape \(2, 2\)"),
+        (("a", ["b"]), ValueError, r"all strings or all batches, got shapes texts_a: \(\)"),
+    ],
+)
+def test_inputs_it_cannot_read_show_the_accepted_forms(tiny, bad, error, message):
+    with pytest.raises(error, match=message) as caught:
+        tiny(bad)
+    assert "[[text_a, text_b], ...]" in str(caught.value)
+
+
+def test_inputs_that_are_not_strings(tiny):
+    with pytest.raises(TypeError, match="BertPreprocessor texts must be strings .* got dtype int32"):
+        tiny(tf.constant([1, 2]))
+    with pytest.raises(TypeError, match="texts_b must be strings .* got dtype float32"):
+        tiny((tf.constant(["a"]), tf.constant([1.0])))
+    with pytest.raises(TypeError, match="must be a string tensor, got a RaggedTensor"):
+        tiny(tf.ragged.constant([["a"], ["b", "c"]]))
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1, 12.7, "128", True])
+def test_bad_seq_length(tiny, bad):
+    """seq_length=0 at call time once meant the default (`seq_length or self.seq_length`)."""
+    with pytest.raises(ValueError, match="seq_length must be"):
+        tiny(["a"], seq_length=bad)
+    with pytest.raises(ValueError, match="seq_length must be"):
+        BertPreprocessor(TINY_VOCAB, seq_length=bad)
+    with pytest.raises(ValueError, match="too short for 3 segment"):
+        tiny((["a"], ["b"], ["c"]), seq_length=3)
+
+
+def test_unknown_keyword_arguments():
+    with pytest.raises(TypeError, match=r"BertPreprocessor\(\) got unknown keyword argument "
+                                        r"'seq_lenght' \(did you mean 'seq_length'\?\)\. It "
+                                        r"accepts BertPreprocessor arguments: tokenizer, seq_length"):
+        BertPreprocessor(TINY_VOCAB, seq_lenght=64)
+    with pytest.raises(TypeError, match=r"from_preset\(\) got unknown keyword argument "
+                                        r"'seq_lenght' \(did you mean 'seq_length'\?\)\. It "
+                                        r"accepts BertPreprocessor.from_preset arguments: preset, "
+                                        r"seq_length, truncator, do_lower_case; Keras layer arguments: name"):
+        BertPreprocessor.from_preset("minilm_l6", seq_lenght=64)
+    with pytest.raises(ValueError, match="do_lower_case must be True or False"):
+        BertPreprocessor(TINY_VOCAB, do_lower_case="no")
+    assert BertPreprocessor(TINY_VOCAB, name="pre").name == "pre"

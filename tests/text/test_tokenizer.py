@@ -219,3 +219,81 @@ def test_each_missing_special_token_is_named(missing):
         assert missing in str(err.value)
         others = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} - {missing}
         assert not any(f"token(s) {t}" in str(err.value) for t in others)
+
+
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"]
+
+
+def test_unknown_keyword_arguments_are_a_type_error():
+    with pytest.raises(TypeError, match=r"BertTokenizer\(\) got unknown keyword argument "
+                                        r"'do_lower_cse' \(did you mean 'do_lower_case'\?\)\. It "
+                                        r"accepts BertTokenizer arguments: vocabulary, "
+                                        r"do_lower_case, max_chars_per_word; Keras layer arguments: name, dtype"):
+        BertTokenizer(TINY_VOCAB, do_lower_cse=False)
+    with pytest.raises(TypeError, match=r"from_preset\(\) got unknown keyword arguments "
+                                        r"'lower', 'x'\. It accepts BertTokenizer.from_preset "
+                                        r"arguments: preset, do_lower_case, max_chars_per_word; "
+                                        r"Keras layer arguments: name"):
+        BertTokenizer.from_preset("minilm_l6", lower=True, x=1)
+    assert BertTokenizer(TINY_VOCAB, name="tok", trainable=False).name == "tok"
+
+
+@pytest.mark.parametrize("bad", [0, -3, 12.7, "128", True, 2**21])
+def test_bad_max_chars_per_word(bad):
+    with pytest.raises(ValueError, match="max_chars_per_word must be"):
+        BertTokenizer(TINY_VOCAB, max_chars_per_word=bad)
+
+
+@pytest.mark.parametrize("bad", ["False", 0, 1, None])
+def test_do_lower_case_must_be_a_bool(bad):
+    """`do_lower_case="False"` once meant True."""
+    with pytest.raises(ValueError, match="do_lower_case must be True or False"):
+        BertTokenizer(TINY_VOCAB, do_lower_case=bad)
+
+
+def test_inputs_that_are_not_strings():
+    tok = BertTokenizer(TINY_VOCAB)
+    with pytest.raises(TypeError, match="BertTokenizer input must be strings .* got dtype int32"):
+        tok(tf.constant([1, 2]))
+    with pytest.raises(TypeError, match="BertTokenizer input must be strings"):
+        tok([1.5, 2.5])
+    with pytest.raises(TypeError, match="must be a string tensor, got a RaggedTensor"):
+        tok(tf.ragged.constant([["a"], ["b", "c"]]))
+    with pytest.raises(ValueError, match="could not read .* as a string tensor"):
+        tok([["a", "b"], ["c"]])
+    with pytest.raises(ValueError, match="per_word must be True or False"):
+        tok.tokenize(["a"], per_word="yes")
+    # any rank of strings is fine
+    assert tok([[["a b"]]]).shape.as_list()[:3] == [1, 1, 1]
+    assert tok([]).shape[0] == 0
+
+
+def test_detokenize_checks_its_ids():
+    tok = BertTokenizer(TINY_VOCAB)
+    assert tok.detokenize(tf.constant([[5, 7]], tf.int64)).numpy().tolist() == [b"ac"]
+    assert tok.detokenize(tf.constant([[5, 7]], tf.uint8)).numpy().tolist() == [b"ac"]
+    with pytest.raises(ValueError, match=r"ids must be in \[0, 8\) \(the vocabulary\); it holds 8"):
+        tok.detokenize([[5, 8]])
+    with pytest.raises(ValueError, match="it holds -1"):
+        tok.detokenize(tf.ragged.constant([[5], [-1, 6]]))
+    with pytest.raises(TypeError, match="detokenize ids must hold integer ids, got dtype float32"):
+        tok.detokenize([[5.0, 6.0]])
+    with pytest.raises(TypeError, match="got dtype string"):
+        tok.detokenize([["a"]])
+    with pytest.raises(ValueError, match="got a scalar"):
+        tok.detokenize(5)
+    graph = tf.function(tok.detokenize, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"ids must be in \[0, 8\) \(the vocabulary\); it holds values from"):
+        graph(tf.constant([[5, 99]]))
+    assert graph(tf.constant([[5, 6]])).numpy().tolist() == [b"a b"]
+
+
+def test_token_id_lookups():
+    tok = BertTokenizer(TINY_VOCAB)
+    assert tok.token_to_id("##c") == 7 and tok.id_to_token(7) == "##c"
+    with pytest.raises(ValueError, match="'zebra' is not in the vocabulary"):
+        tok.token_to_id("zebra")
+    for bad in (-1, 8, 1.0, "3"):  # -1 once gave the last token
+        with pytest.raises(ValueError, match="token_id must be"):
+            tok.id_to_token(bad)

@@ -1,0 +1,245 @@
+"""Checks where inputs enter the text layers (and `BertEncoder`): arguments and tensors.
+
+Arguments: `integer`, `number` and `boolean` check a constructor or call argument and raise
+ValueError naming it and the value it got (a bool is not a number, `12.7` is not an integer,
+`"128"` is neither); `unknown_kwargs` turns keyword arguments a layer does not know into a
+TypeError that names them and lists the accepted ones.
+
+Tensors: what the static shapes and dtypes tell is checked in Python at once, eagerly and
+while tracing (`tf.function`, `dataset.map`): ValueError for shapes and ranks, TypeError for
+dtypes. What only the run time knows inside a graph (a dimension left unknown while tracing,
+the values) becomes a `tf.debugging.Assert` with the same message, which the caller puts in
+front of every kernel with `after`; it raises `tf.errors.InvalidArgumentError`. Eagerly every
+shape and value is known, so eager calls always get the ValueError.
+"""
+
+import inspect
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.layers.arguments import check_kwargs, keyword_parameters
+
+# The keyword arguments every Keras layer accepts (keras.layers.Layer.__init__).
+KERAS_LAYER_KWARGS = (
+    "name", "dtype", "trainable", "autocast", "activity_regularizer", "input_shape", "input_dim"
+)
+
+
+# ---- arguments ----------------------------------------------------------------------------
+def integer(name, value, minimum=None, maximum=None):
+    """`value` as an int; ValueError naming `name` unless it is an int in [minimum, maximum]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    if maximum is not None and value > maximum:
+        bound = f"<= {maximum}" if minimum is None else f"in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def number(name, value, low, high, low_open=False):
+    """`value` as a float in [low, high] ((low, high] with `low_open`); ValueError otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise ValueError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    above_low = value > low if low_open else value >= low
+    if math.isnan(value) or not above_low or value > high:
+        interval = f"{'(' if low_open else '['}{low}, {high}]"
+        raise ValueError(f"{name} must be in {interval}, got {value}")
+    return value
+
+
+def boolean(name, value):
+    """`value` as a bool; ValueError unless it is True or False (not 0, 1 or "False")."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def parameter_names(function):
+    """The named parameters of `function`, without self/cls, *args and **kwargs."""
+    return [name for name in keyword_parameters(function) if name != "cls"]
+
+
+def unknown_kwargs(where, kwargs, accepted):
+    """The house `TypeError` (`keras_bert.layers.arguments.check_kwargs`) for keys of `kwargs`
+    that are neither in `accepted` nor Keras layer arguments (name, dtype, trainable, ...)."""
+    accepted = list(dict.fromkeys(accepted))
+    check_kwargs(f"{where}()", kwargs, {
+        f"{where} arguments": accepted,
+        "Keras layer arguments": [k for k in KERAS_LAYER_KWARGS if k not in accepted],
+    })
+
+
+# ---- tensors ------------------------------------------------------------------------------
+def is_eager(x):
+    """True when x (a tensor, ragged or not) has concrete values now."""
+    if isinstance(x, tf.RaggedTensor):
+        x = x.flat_values
+    return isinstance(x, tf.Tensor) and hasattr(x, "numpy") and tf.executing_eagerly()
+
+
+def integer_tensor(x, name):
+    """x (tensor, ragged tensor, array or nested lists) as an integer tf.Tensor/RaggedTensor.
+
+    TypeError naming `name` when its values are not integers (float, string, bool ids).
+    """
+    if not isinstance(x, (tf.Tensor, tf.RaggedTensor)):
+        try:
+            x = tf.convert_to_tensor(x)
+        except (ValueError, TypeError):
+            try:  # nested lists of different lengths
+                x = tf.ragged.constant(x)
+            except (ValueError, TypeError) as err:
+                raise TypeError(f"{name} must be integer ids, could not read {x!r:.200}: {err}")
+        if x.dtype == tf.float32 and _size(x) == 0:  # [] or [[], []]: no ids at all
+            x = tf.cast(x, tf.int32)
+    if not x.dtype.is_integer:
+        raise TypeError(f"{name} must hold integer ids, got dtype {x.dtype.name}")
+    return x
+
+
+def string_tensor(x, name):
+    """x as a tf.string tensor (a KerasTensor stays one); TypeError naming `name` when it
+    holds anything else."""
+    if isinstance(x, keras.KerasTensor):
+        if x.dtype != "string":
+            raise TypeError(f"{name} must be strings (tf.string), got dtype {x.dtype}")
+        return x
+    if isinstance(x, tf.RaggedTensor):
+        raise TypeError(f"{name} must be a string tensor, got a RaggedTensor")
+    if not isinstance(x, tf.Tensor):
+        try:
+            x = tf.convert_to_tensor(x)
+        except ValueError as err:  # e.g. nested lists of different lengths
+            raise ValueError(f"{name}: could not read {x!r:.200} as a string tensor: {err}")
+        except TypeError as err:
+            raise TypeError(f"{name} must be strings, could not read {x!r:.200}: {err}")
+        if x.dtype == tf.float32 and _size(x) == 0:  # []: an empty batch
+            x = tf.reshape(tf.constant([], tf.string), x.shape)
+    if x.dtype != tf.string:
+        raise TypeError(f"{name} must be strings (tf.string), got dtype {x.dtype.name}")
+    return x
+
+
+def _size(x):
+    if isinstance(x, tf.RaggedTensor):
+        x = x.flat_values
+    return int(np.prod(x.shape.as_list())) if x.shape.is_fully_defined() else None
+
+
+def static_dim(x, axis):
+    """Size of x along `axis` if the static shape tells, else None."""
+    if x.shape.rank is None:
+        return None
+    return x.shape[axis]
+
+
+def dynamic_dim(x, axis):
+    """Size of x along `axis` as an int32 scalar tensor (ragged: axis 0 only)."""
+    if isinstance(x, tf.RaggedTensor):
+        return tf.cast(x.nrows(), tf.int32)
+    return tf.shape(x, out_type=tf.int32)[axis]
+
+
+def same_dims(tensors, names, axis, what, where):
+    """The tensors agree in size along `axis`, or an error naming each one's size.
+
+    ValueError at once when the static shapes tell; otherwise returns the assertions that
+    check it at run time (put them in front of the kernels with `after`).
+    """
+    static = [static_dim(t, axis) for t in tensors]
+    known = [(n, d) for n, d in zip(names, static) if d is not None]
+    if len({d for _, d in known}) > 1:
+        sizes = ", ".join(f"{n} has {d}" for n, d in known)
+        raise ValueError(f"{where}: the {what}s differ: {sizes}.")
+    if len(known) == len(tensors) or len(tensors) < 2:
+        return []
+    sizes = [dynamic_dim(t, axis) for t in tensors]
+    assertions = []
+    for name, size in zip(names[1:], sizes[1:]):
+        assertions.append(
+            tf.debugging.Assert(
+                tf.equal(sizes[0], size),
+                [f"{where}: the {what}s differ: {names[0]} has", sizes[0], f", {name} has", size],
+            )
+        )
+    return assertions
+
+
+def values_in(x, name, low, high, where, hint=""):
+    """Every value of the integer tensor x (dense or ragged) is in [low, high), or an error
+    naming `name`, the interval and an offending value.
+
+    ValueError at once when x is eager; otherwise returns the assertion (see `same_dims`).
+    """
+    flat = x.flat_values if isinstance(x, tf.RaggedTensor) else x
+    problem = f"{where}: {name} must be in [{low}, {high}){hint}"
+    if is_eager(flat):
+        if tf.size(flat) == 0:
+            return []
+        smallest, largest = int(tf.reduce_min(flat)), int(tf.reduce_max(flat))
+        if smallest < low or largest >= high:
+            bad = smallest if smallest < low else largest
+            raise ValueError(f"{problem}; it holds {bad}.")
+        return []
+    # An empty tensor gives min = dtype max and max = dtype min, which pass.
+    smallest = tf.cast(tf.reduce_min(flat), tf.int64)
+    largest = tf.cast(tf.reduce_max(flat), tf.int64)
+    ok = (smallest >= low) & (largest < high)
+    return [tf.debugging.Assert(ok, [f"{problem}; it holds values from", smallest, "to", largest])]
+
+
+def after(assertions, value):
+    """`value` (a tensor, ragged tensor or a structure of them) computed only once every
+    assertion has passed: each of its component tensors depends on them."""
+    if not assertions:
+        return value
+    with tf.control_dependencies(assertions):
+        return tf.nest.map_structure(
+            lambda t: t if t is None else tf.identity(t), value, expand_composites=True
+        )
+
+
+def zero_or_one(x, name, where):
+    """Every value of the numeric or bool tensor x is 0 or 1 (a mask, not weights), or an
+    error naming `name` and an offending value: ValueError eagerly, else the assertion."""
+    if x.dtype == tf.bool:
+        return []
+    ok = tf.equal(x, tf.zeros_like(x)) | tf.equal(x, tf.ones_like(x))
+    problem = f"{where}: {name} must hold only 0 and 1"
+    if is_eager(x):
+        bad = tf.boolean_mask(x, ~ok)
+        if tf.size(bad) > 0:
+            raise ValueError(f"{problem}; it holds {bad[0].numpy().item()!r}.")
+        return []
+    return [tf.debugging.Assert(tf.reduce_all(ok), [f"{problem}; it holds other values."])]
+
+
+def same_shape(tensors, names, where):
+    """Tensors of one rank have one shape, or an error naming every shape: ValueError at once
+    when the static shapes tell, otherwise the assertion (see `same_dims`)."""
+    shapes = [tf.TensorShape(t.shape) for t in tensors]
+    problem = f"{where}: {', '.join(names[:-1])} and {names[-1]} must have the same shape"
+    for axis in range(shapes[0].rank):
+        if len({s[axis] for s in shapes if s[axis] is not None}) > 1:
+            got = ", ".join(f"{n} {tuple(s.as_list())}" for n, s in zip(names, shapes))
+            raise ValueError(f"{problem}; got {got}.")
+    if all(s.is_fully_defined() for s in shapes) or any(
+        isinstance(t, keras.KerasTensor) for t in tensors
+    ):  # (symbolic: only what the static shapes tell)
+        return []
+    dynamic = [tf.shape(t, out_type=tf.int32) for t in tensors]
+    ok = tf.reduce_all([tf.reduce_all(tf.equal(dynamic[0], d)) for d in dynamic[1:]])
+    data = [f"{problem}; got"]
+    for name, shape in zip(names, dynamic):
+        data += [name, shape]
+    return [tf.debugging.Assert(ok, data)]
