@@ -19,6 +19,7 @@ Every converter maps its format to and from that dict, so any format converts to
 import contextlib
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -101,17 +102,54 @@ def head_shapes(config):
     }
 
 
-def check_shapes(shapes, config, source):
+_LAYER_INDEX = re.compile(r"(?:layer|encoder)[_.](\d+)(?=[/.])")  # every format's block names
+
+
+def _natural(name):
+    """Sort key that puts ``layer_9`` before ``layer_10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _listing(names, first=5):
+    """The first few names and how many more."""
+    names = sorted(names, key=_natural)
+    more = f" and {len(names) - first} more" if len(names) > first else ""
+    return ", ".join(names[:first]) + more
+
+
+def _layer_hint(names, config):
+    """`` (the checkpoint has N layers, the config says num_hidden_layers=M)`` when they differ."""
+    indices = [int(m.group(1)) for m in map(_LAYER_INDEX.search, names) if m]
+    layers = max(indices) + 1 if indices else 0
+    if layers == config.num_hidden_layers:
+        return ""
+    return (f" (the checkpoint has {layers} layers, the config says "
+            f"num_hidden_layers={config.num_hidden_layers})")
+
+
+def check_shapes(shapes, config, source, unexplained=()):
     """Checks a ``{name: shape}`` map against ``config`` before any weight is read.
 
-    Every encoder variable must be there with its shape; head variables are optional but
-    must have their shape when present. Errors name the variable, both shapes and ``source``.
+    The checkpoint must fit the config exactly. Every encoder variable must be there with its
+    shape; head variables (``cls/``) are optional but must have their shape when present. Every
+    other variable inside the encoder namespace is an error: a ``bert/`` name the config has
+    no place for (a config with fewer layers than the checkpoint), and ``unexplained``, the
+    names (in the format's own spelling) that a reader found in the encoder's part of its file
+    and could not place. Outside it, task heads and optimizer state are the readers' to skip.
+    Errors name the variables, the shapes and ``source``.
     """
     expected = encoder_shapes(config)
-    missing = sorted(set(expected) - set(shapes))
+    missing = set(expected) - set(shapes)
     if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise CheckpointError(f"{source}: missing variable(s) {shown}.")
+        raise CheckpointError(f"{source}: missing variable(s) {_listing(missing)}"
+                              f"{_layer_hint(list(shapes) + list(unexplained), config)}.")
+    unused = [n for n in shapes if n.startswith("bert/") and n not in expected]
+    unused += list(unexplained)
+    if unused:
+        raise CheckpointError(
+            f"{source}: {len(unused)} checkpoint variable(s) that the config has no place for: "
+            f"{_listing(unused)}{_layer_hint(list(shapes) + unused, config)}."
+        )
     expected.update(head_shapes(config))
     for name, want in expected.items():  # canonical order: the first bad layer is reported
         shape = shapes.get(name)

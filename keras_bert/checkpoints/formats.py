@@ -38,7 +38,8 @@ class LocalCheckpoint:
     """A checkpoint directory on disk in one of `FORMATS`.
 
     Attributes: ``path``, ``format``, ``config`` (`BertConfig`), ``vocab_path`` (or None),
-    ``do_lower_case``. ``weights()`` reads the canonical dict, checked against ``config``.
+    ``do_lower_case``. ``weights()`` reads the canonical dict, checked against ``config``
+    (or another `BertConfig`, e.g. one with overridden fields).
     """
 
     def __init__(self, path, format, config, vocab_path, do_lower_case, metadata=None):
@@ -49,12 +50,15 @@ class LocalCheckpoint:
         self.do_lower_case = do_lower_case
         self.metadata = metadata or {}
 
-    def weights(self):
+    def weights(self, config=None):
+        """The canonical weights, checked to fit ``config`` (default: the directory's own)
+        exactly: nothing missing, nothing the config has no place for."""
+        config = config or self.config
         if self.format in ("keras_bert", "google"):
-            return google.read_checkpoint(google.find_checkpoint_prefix(self.path), self.config)
+            return google.read_checkpoint(google.find_checkpoint_prefix(self.path), config)
         if self.format == "huggingface":
-            return huggingface.read_weights(self.path, self.config)
-        return keras_hub.read_weights(self.path, self.config)
+            return huggingface.read_weights(self.path, config)
+        return keras_hub.read_weights(self.path, config)
 
     def variable_shapes(self):
         """Shapes without values where the format allows (Google-style), else from weights()."""

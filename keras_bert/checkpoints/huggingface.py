@@ -53,6 +53,7 @@ _POOLER = [
     ("pooler/dense/kernel", "pooler.dense.weight", True),
     ("pooler/dense/bias", "pooler.dense.bias", False),
 ]
+_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 _HEADS = [
     ("cls/predictions/transform/dense/kernel", "cls.predictions.transform.dense.weight", True),
     ("cls/predictions/transform/dense/bias", "cls.predictions.transform.dense.bias", False),
@@ -147,15 +148,33 @@ def read_weights(directory, config):
             f"{source}: no embeddings.word_embeddings.weight (nor bert.-prefixed); this is not a "
             "Hugging Face BERT checkpoint."
         )
-    weights, shapes = {}, {}
+    weights, shapes, placed = {}, {}, set()
     for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + _HEADS:
         if hf not in tensors:
             continue  # missing encoder names are reported by check_shapes below
         value = np.asarray(tensors[hf], dtype=np.float32)
         weights[google] = value.T if transpose else value
         shapes[google] = weights[google].shape
-    check_shapes(shapes, config, source)
+        placed.add(hf)
+    unexplained = [k for k in tensors if k not in placed and _in_encoder(k, prefix)]
+    check_shapes(shapes, config, source, unexplained)
     return weights
+
+
+def _in_encoder(key, prefix):
+    """Whether ``key`` belongs to the encoder (``BertModel``), not a head or a buffer.
+
+    With the ``bert.`` prefix, the encoder is everything under it; heads (``cls.*``,
+    ``classifier.*``, ``qa_outputs.*``, ...) are outside. Without it, the encoder is
+    ``embeddings.*``, ``encoder.*`` and ``pooler.*``. The buffers BertEmbeddings registers
+    (``position_ids``, ``token_type_ids``) are not weights.
+    """
+    if not key.startswith(prefix):
+        return False
+    key = key[len(prefix):]
+    if key in _BUFFERS:
+        return False
+    return bool(prefix) or key.split(".")[0] in ("embeddings", "encoder", "pooler")
 
 
 def write_directory(directory, config, weights, vocab_path=None):

@@ -9,6 +9,7 @@ computes the tanh approximation of GELU with LayerNorm epsilon 1e-12, so the con
 
 import json
 import os
+import re
 
 import numpy as np
 
@@ -151,8 +152,37 @@ def read_weights(directory, config):
             f"{type(e).__name__}: {e}"
         ) from None
     weights = backbone_to_canonical(backbone)
-    check_shapes({k: v.shape for k, v in weights.items()}, config, weights_path)
+    unexplained = [v.path for v in backbone.weights if canonical_name(v.path) is None]
+    unexplained += _stored_blocks_beyond(weights_path, config.num_hidden_layers)
+    check_shapes({k: v.shape for k, v in weights.items()}, config, weights_path, unexplained)
     return weights
+
+
+_STORED_BLOCK = re.compile(r"(?:^|/)transformer_encoder(?:_(\d+))?/")
+
+
+def _stored_blocks_beyond(weights_path, num_layers):
+    """Variables of ``model.weights.h5`` in transformer blocks ``num_layers`` and above.
+
+    keras-hub rebuilds the backbone from ``config.json`` and loads only the blocks it has,
+    silently, so the file's own blocks are counted here. Keras stores block ``n`` (in build
+    order) under ``layers/transformer_encoder_<n>/`` (``transformer_encoder`` for 0).
+    """
+    import h5py
+
+    names = []
+    try:
+        with h5py.File(weights_path, "r") as f:
+            f.visititems(lambda name, obj: names.append(name)
+                         if isinstance(obj, h5py.Dataset) else None)
+    except OSError as e:
+        raise CheckpointError(f"Cannot read the keras-hub weights file {weights_path}: {e}") from None
+    beyond = []
+    for name in names:
+        match = _STORED_BLOCK.search(name)
+        if match and int(match.group(1) or 0) >= num_layers:
+            beyond.append(name)
+    return beyond
 
 
 def assign_to_backbone(backbone, weights):

@@ -31,9 +31,10 @@ class Preset:
         self.vocab_path = checkpoint.vocab_path
         self.do_lower_case = checkpoint.do_lower_case
 
-    def weights(self):
-        """The canonical weights dict (Google names and layouts), checked against ``config``."""
-        return self.checkpoint.weights()
+    def weights(self, config=None):
+        """The canonical weights dict (Google names and layouts), checked to fit ``config``
+        (default: the preset's own) exactly."""
+        return self.checkpoint.weights(config)
 
     def __repr__(self):
         return (f"Preset(name={self.name!r}, format={self.format!r}, path={self.path!r}, "
@@ -52,7 +53,7 @@ class _RegistryConfig:
         self.config = spec.config
         self.do_lower_case = spec.do_lower_case
 
-    def weights(self):
+    def weights(self, config=None):
         raise CheckpointError(
             f"Preset {self.spec.name!r} was opened without weights (require_weights=False); "
             "load it again with weights to download them."
