@@ -44,6 +44,21 @@ def atomic_target(path):
             os.remove(tmp)
 
 
+def read_json_object(path, what="JSON file"):
+    """The JSON object in ``path``; `CheckpointError` naming the file when it is unreadable,
+    not JSON, or not an object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CheckpointError(f"Cannot read the {what} {path}: {e}") from None
+    if not isinstance(values, dict):
+        raise CheckpointError(
+            f"The {what} {path} holds a JSON {type(values).__name__}, not an object."
+        )
+    return values
+
+
 def write_json(path, values):
     """Writes ``values`` as indented, key-sorted JSON to ``path``, atomically."""
     with atomic_target(path) as tmp:

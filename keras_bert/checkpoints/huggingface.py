@@ -14,14 +14,16 @@ import re
 
 import numpy as np
 
+from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
-    CheckpointError, atomic_target, check_shapes, copy_file, write_json,
+    CheckpointError, atomic_target, check_shapes, copy_file, read_json_object, write_json,
 )
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
 VOCAB_FILE = "vocab.txt"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 # (Google name relative to the model, HF name relative to the model, transpose?)
 _EMBEDDINGS = [
@@ -126,16 +128,13 @@ def read_config(directory):
     return BertConfig.from_hf_config(path)
 
 
-def do_lower_case(directory, default=True):
-    """Casing from ``tokenizer_config.json`` when present."""
-    path = os.path.join(directory, "tokenizer_config.json")
-    if os.path.isfile(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                return bool(json.load(f).get("do_lower_case", default))
-        except (OSError, ValueError):
-            pass
-    return default
+def recorded_casing(directory):
+    """``(what, do_lower_case)`` from ``tokenizer_config.json``, or None when it does not say."""
+    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    values = read_json_object(path, "Hugging Face tokenizer config")
+    return casing.recorded(path, "do_lower_case", values.get("do_lower_case"))
 
 
 def read_weights(directory, config):

@@ -13,7 +13,8 @@ import re
 
 import numpy as np
 
-from keras_bert.checkpoints.common import CheckpointError, check_shapes
+from keras_bert.checkpoints import casing
+from keras_bert.checkpoints.common import CheckpointError, check_shapes, read_json_object
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -68,15 +69,15 @@ def vocab_path(directory):
     return path if os.path.isfile(path) else None
 
 
-def do_lower_case(directory, default=True):
+def recorded_casing(directory):
+    """``(what, do_lower_case)`` from ``tokenizer.json``'s ``lowercase``, or None."""
     path = os.path.join(directory, TOKENIZER_FILE)
-    if os.path.isfile(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                return bool(json.load(f)["config"].get("lowercase", default))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    return default
+    if not os.path.isfile(path):
+        return None
+    config = read_json_object(path, "keras-hub tokenizer config").get("config")
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: no \"config\" object; not a keras-hub tokenizer file.")
+    return casing.recorded(path, "lowercase", config.get("lowercase"))
 
 
 _BLOCK = {

@@ -21,11 +21,10 @@ too::
 place, metadata last, so a directory with ``keras_bert.json`` is always complete.
 """
 
-import json
 import os
 
-from keras_bert.checkpoints import google
-from keras_bert.checkpoints.common import CheckpointError, write_json
+from keras_bert.checkpoints import casing, google
+from keras_bert.checkpoints.common import CheckpointError, read_json_object, write_json
 
 METADATA_FILE = "keras_bert.json"
 FORMAT_VERSION = 1
@@ -37,12 +36,8 @@ def is_layout(directory):
 
 def read_metadata(directory):
     path = os.path.join(directory, METADATA_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"Cannot read {path}: {e}") from None
-    if not isinstance(values, dict) or values.get("format") != "keras_bert":
+    values = read_json_object(path, "keras_bert metadata")
+    if values.get("format") != "keras_bert":
         raise CheckpointError(f"{path} is not a keras_bert preset metadata file.")
     version = values.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
@@ -51,6 +46,12 @@ def read_metadata(directory):
             f"{FORMAT_VERSION}. Upgrade keras_bert."
         )
     return values
+
+
+def recorded_casing(directory, metadata):
+    """``(what, do_lower_case)`` from the metadata, or None when it says null (unknown)."""
+    return casing.recorded(os.path.join(directory, METADATA_FILE), "do_lower_case",
+                           metadata.get("do_lower_case"))
 
 
 def read_config(directory):

