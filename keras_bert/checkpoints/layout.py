@@ -24,7 +24,9 @@ place, metadata last, so a directory with ``keras_bert.json`` is always complete
 import os
 
 from keras_bert.checkpoints import casing, google
-from keras_bert.checkpoints.common import CheckpointError, read_json_object, write_json
+from keras_bert.checkpoints.common import (
+    CheckpointError, check_vocab, read_json_object, require_file, write_json,
+)
 
 METADATA_FILE = "keras_bert.json"
 FORMAT_VERSION = 1
@@ -65,7 +67,20 @@ def read_config(directory):
 
 def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=None,
           source=None):
-    """Writes ``weights`` (canonical dict) with config, vocab and metadata into ``directory``."""
+    """Writes ``weights`` (canonical dict) with config, vocab and metadata into ``directory``.
+
+    The vocabulary is checked first (there, and of ``config.vocab_size`` tokens), so what is
+    written loads back. Without one, a ``vocab.txt`` left in ``directory`` by an earlier save
+    is removed: it belongs to another model.
+    """
+    vocab_file = os.path.join(directory, google.VOCAB_FILE)
+    if vocab_path is not None:
+        require_file(vocab_path, "The model's vocabulary",
+                     "It was there when the model was loaded; set model.vocab_path to the "
+                     "vocabulary, or to None to save without one.")
+        check_vocab(vocab_path, config, source=f"Saving to {directory}")
+    elif os.path.isfile(vocab_file):
+        os.remove(vocab_file)
     google.write_directory(directory, config, weights, vocab_path=vocab_path)
     metadata = {
         "format": "keras_bert",

@@ -169,6 +169,22 @@ def _fetch_and_convert(spec, source, target, sha256, progress, purpose):
     _remove(zip_path)  # converted; the archive is no longer needed
 
 
+def _no_vocabulary(preset):
+    """The error for a preset without the vocabulary its caller needs."""
+    checkpoint = preset.checkpoint
+    origin = checkpoint.metadata.get("name")
+    hint = " Put the checkpoint's WordPiece vocabulary there (one token a line)."
+    if checkpoint.format == "keras_bert" and origin in PRESETS:
+        hint = (f" It was saved by save_to_preset from a model without one (such as "
+                f"from_preset({origin!r}, load_weights=False) before {origin!r} was "
+                f"downloaded): load the tokenizer from {origin!r} itself, or copy its "
+                "vocab.txt there.")
+    return CheckpointError(
+        f"{preset.path} has no vocabulary, and a tokenizer needs one: {checkpoint.vocab_file} "
+        f"not found.{hint}"
+    )
+
+
 def _remove(path):
     try:
         os.remove(path)
@@ -201,10 +217,21 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
             vocabulary) open; its weights are then never read. A registry name that is not
             in the cache then downloads nothing and gives the released config alone (no
             vocabulary), unless ``require_vocab``.
-        require_vocab: with ``require_weights=False``, still fetch a registry preset so
-            that its vocabulary is there.
+        require_vocab: the caller needs the vocabulary (the text layers): a preset without
+            one is a `CheckpointError` naming the file looked for; with
+            ``require_weights=False`` a registry preset is still fetched for it.
     """
     name_or_path = os.fspath(name_or_path)
+    preset = _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights,
+                      require_vocab)
+    if require_vocab and preset.vocab_path is None:
+        raise _no_vocabulary(preset)
+    return preset
+
+
+def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights,
+             require_vocab):
+    """`load_preset` without the vocabulary check."""
     if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
         preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress,
                                 require_files=require_weights or require_vocab,

@@ -299,3 +299,27 @@ def test_encoder_progress_line_says_what_is_downloaded(toy, server, cache, capsy
     BertEncoder.from_preset("toy")
     assert ("Downloading uncased_L-2_H-8_A-2.zip, the checkpoint of preset 'toy' (weights and "
             "vocabulary)") in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ save_to_preset and the vocabulary
+def test_saved_architecture_of_an_undownloaded_preset_has_no_vocabulary(toy, tmp_path, cache):
+    from keras_bert import BertPreprocessor
+
+    BertEncoder.from_preset("toy", load_weights=False).save_to_preset(str(tmp_path / "saved"))
+    with pytest.raises(CheckpointError, match=(
+            r"saved has no vocabulary, and a tokenizer needs one: .*saved/vocab\.txt not found\. "
+            r"It was saved by save_to_preset from a model without one .*load the tokenizer "
+            r"from 'toy' itself")):
+        BertPreprocessor.from_preset(str(tmp_path / "saved"))
+
+
+def test_saved_architecture_of_a_cached_preset_keeps_the_vocabulary(toy, tmp_path, cache):
+    from keras_bert import BertPreprocessor
+
+    load_preset("toy", progress=False)
+    BertEncoder.from_preset("toy", load_weights=False).save_to_preset(str(tmp_path / "saved"))
+    texts = ["tok5 tok17 tok2", "nothing known"]
+    want = BertPreprocessor.from_preset("toy", seq_length=8)(texts)
+    got = BertPreprocessor.from_preset(str(tmp_path / "saved"), seq_length=8)(texts)
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key])
