@@ -190,13 +190,40 @@ def check_vocab(vocab_path, config, source=None):
         return
     if not os.path.isfile(vocab_path):
         raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
-    n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it
+    try:
+        n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it
+    except UnicodeDecodeError:
+        with open(vocab_path, "rb") as f:
+            data = f.read()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise CheckpointError(
+                f"{vocab_path} is not UTF-8 text (line {line}: {e.reason}); a vocab.txt holds "
+                "one UTF-8 token a line."
+            ) from None
+        raise
     if n != config.vocab_size:
         raise CheckpointError(
             f"{source or vocab_path}: {vocab_path} has {n} tokens but the config says "
             f"vocab_size={config.vocab_size}; the vocabulary and the checkpoint do not belong "
             "together."
         )
+
+
+def build_config(path, make):
+    """``make()`` (a `BertConfig` read from ``path``); its errors become a `CheckpointError`
+    that names ``path``."""
+    from keras_bert.config import BertConfigError
+
+    try:
+        return make()
+    except BertConfigError as e:
+        message = str(e)
+        if not message.startswith(os.fspath(path)):
+            message = f"{path}: {message}"
+        raise CheckpointError(message) from None
 
 
 def require_file(path, what, fix=""):

@@ -14,7 +14,9 @@ import os
 import numpy as np
 
 from keras_bert.checkpoints import tempdirs
-from keras_bert.checkpoints.common import CheckpointError, check_shapes, copy_file, require_file
+from keras_bert.checkpoints.common import (
+    CheckpointError, build_config, check_shapes, copy_file, require_file,
+)
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -125,7 +127,7 @@ def read_directory_config(directory):
     from keras_bert.config import BertConfig
 
     path = require_file(os.path.join(directory, CONFIG_FILE), "Google BERT config")
-    return BertConfig.from_bert_config_json(path)
+    return build_config(path, lambda: BertConfig.from_bert_config_json(path))
 
 
 def write_directory(directory, config, weights, vocab_path=None):

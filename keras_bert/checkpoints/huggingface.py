@@ -16,7 +16,8 @@ import numpy as np
 
 from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
-    CheckpointError, atomic_target, check_shapes, copy_file, read_json_object, write_json,
+    CheckpointError, atomic_target, build_config, check_shapes, copy_file, read_json_object,
+    write_json,
 )
 
 CONFIG_FILE = "config.json"
@@ -125,7 +126,7 @@ def read_config(directory):
     path = os.path.join(directory, CONFIG_FILE)
     if not os.path.isfile(path):
         raise CheckpointError(f"Hugging Face config not found: {path}.")
-    return BertConfig.from_hf_config(path)
+    return build_config(path, lambda: BertConfig.from_hf_config(path))
 
 
 def recorded_casing(directory):

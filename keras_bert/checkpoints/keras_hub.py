@@ -14,7 +14,9 @@ import re
 import numpy as np
 
 from keras_bert.checkpoints import casing
-from keras_bert.checkpoints.common import CheckpointError, check_shapes, read_json_object
+from keras_bert.checkpoints.common import (
+    CheckpointError, build_config, check_shapes, read_json_object,
+)
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -34,22 +36,31 @@ def is_keras_hub_preset(directory):
     return isinstance(values, dict) and "class_name" in values and "module" in values
 
 
-def _backbone_config(directory):
-    path = os.path.join(directory, CONFIG_FILE)
-    with open(path, encoding="utf-8") as f:
-        values = json.load(f)
+_REQUIRED = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads", "intermediate_dim")
+
+
+def _backbone_config(path):
+    """The ``config`` object of a keras-hub ``BertBackbone``'s ``config.json``."""
+    values = read_json_object(path, "keras-hub config")
     if values.get("class_name") != "BertBackbone":
         raise CheckpointError(
             f"{path}: a keras-hub {values.get('class_name')!r} preset, not a BertBackbone."
         )
-    return values["config"]
+    config = values.get("config")
+    if not isinstance(config, dict):
+        raise CheckpointError(f'{path}: no "config" object; not a keras-hub preset file.')
+    missing = [k for k in _REQUIRED if k not in config]
+    if missing:
+        raise CheckpointError(f"{path}: the BertBackbone config lacks {', '.join(missing)}.")
+    return config
 
 
 def read_config(directory):
     from keras_bert.config import BertConfig
 
-    c = _backbone_config(directory)
-    return BertConfig(
+    path = os.path.join(directory, CONFIG_FILE)
+    c = _backbone_config(path)
+    return build_config(path, lambda: BertConfig(
         vocab_size=c["vocabulary_size"],
         hidden_size=c["hidden_dim"],
         num_hidden_layers=c["num_layers"],
@@ -61,7 +72,7 @@ def read_config(directory):
         max_position_embeddings=c.get("max_sequence_length", 512),
         type_vocab_size=c.get("num_segments", 2),
         layer_norm_eps=1e-12,
-    )
+    ))
 
 
 def vocab_path(directory):

@@ -25,7 +25,7 @@ import os
 
 from keras_bert.checkpoints import casing, google
 from keras_bert.checkpoints.common import (
-    CheckpointError, check_vocab, read_json_object, require_file, write_json,
+    CheckpointError, build_config, check_vocab, read_json_object, require_file, write_json,
 )
 
 METADATA_FILE = "keras_bert.json"
@@ -60,9 +60,13 @@ def read_config(directory):
     from keras_bert.config import BertConfig
 
     values = read_metadata(directory)
-    if isinstance(values.get("config"), dict):
-        return BertConfig.from_dict(values["config"])
-    return google.read_directory_config(directory)
+    config = values.get("config")
+    if config is None:  # not recorded: Google's file says it
+        return google.read_directory_config(directory)
+    path = os.path.join(directory, METADATA_FILE)
+    if not isinstance(config, dict):
+        raise CheckpointError(f'{path}: "config" is a {type(config).__name__}, not an object.')
+    return build_config(path, lambda: BertConfig.from_dict(config))
 
 
 def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=None,

@@ -190,7 +190,11 @@ def convert_zip(zip_path, target, convert, expected_files=None):
                 f"{zip_path} lacks {', '.join(missing)} (found {sorted(present)})."
             )
         out = os.path.join(work, "converted")
-        convert(src, out)
+        try:
+            convert(src, out)
+        except CheckpointError as e:  # name the archive's member, not the temporary copy
+            extracted = os.path.join(work, "extracted") + os.sep
+            raise DownloadError(str(e).replace(extracted, f"{zip_path}/")) from None
         try:
             os.rename(out, target)
         except OSError:

@@ -167,3 +167,11 @@ def test_weights_for_an_overridden_config_with_fewer_layers(tmp_path):
     checkpoint = open_directory(tmp_path)
     with pytest.raises(CheckpointError, match=FEWER):
         checkpoint.weights(config.replace(num_hidden_layers=1))
+
+
+def test_vocabulary_that_is_not_utf8_is_named(tmp_path):
+    write_google_dir(tmp_path, config=BertConfig(**TINY))
+    (tmp_path / "vocab.txt").write_bytes(b"[PAD]\n[UNK]\n\xff\xfebad\n")
+    with pytest.raises(CheckpointError, match=rf"{tmp_path / 'vocab.txt'} is not UTF-8 text "
+                       r"\(line 3: invalid start byte\)"):
+        open_directory(tmp_path)

@@ -48,3 +48,17 @@ def test_saving_without_a_vocabulary_removes_an_earlier_one(tmp_path):
     BertEncoder(CONFIG).save_to_preset(str(tmp_path / "saved"))  # another model, no vocabulary
     assert not (tmp_path / "saved" / "vocab.txt").exists()
     assert open_directory(tmp_path / "saved").vocab_path is None
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"bogus": 1}, r"Unknown BertConfig field\(s\) \['bogus'\]"),
+    ({"hidden_size": -1}, r"hidden_size must be a positive int, got -1"),
+    ("12 layers", r"\"config\" is a str, not an object"),
+])
+def test_bad_config_in_the_metadata_names_the_file(tmp_path, config, message):
+    BertEncoder(CONFIG).save_to_preset(str(tmp_path))
+    meta = json.loads((tmp_path / "keras_bert.json").read_text())
+    meta["config"] = dict(meta["config"], **config) if isinstance(config, dict) else config
+    (tmp_path / "keras_bert.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=rf"{tmp_path / 'keras_bert.json'}: .*{message}"):
+        open_directory(tmp_path)

@@ -323,3 +323,25 @@ def test_saved_architecture_of_a_cached_preset_keeps_the_vocabulary(toy, tmp_pat
     got = BertPreprocessor.from_preset(str(tmp_path / "saved"), seq_length=8)(texts)
     for key in want:
         np.testing.assert_array_equal(got[key], want[key])
+
+
+# ------------------------------------------------------------ bad archive content
+def test_zip_with_a_bad_config_names_the_archive_and_member(tmp_path, cache):
+    write_google_dir(tmp_path / "src")
+    (tmp_path / "src" / "bert_config.json").write_text("{oops")
+    archive = tmp_path / "bad.zip"
+    archive.write_bytes(zip_dir(tmp_path / "src", folder="bad"))
+    with pytest.raises(DownloadError, match=rf"{archive}/bad/bert_config\.json: not valid JSON"):
+        load_preset(str(archive))
+    assert _no_temporaries(cache) == []
+
+
+def test_registry_zip_with_a_bad_config_is_removed(monkeypatch, tmp_path, server, cache):
+    monkeypatch.setitem(PRESETS, "toy", TOY)
+    write_google_dir(tmp_path / "src")
+    (tmp_path / "src" / "bert_config.json").write_text("[]")
+    server.routes["/b.zip"] = zip_dir(tmp_path / "src")
+    with pytest.raises(DownloadError, match=r"b\.zip/bert_config\.json: expected a JSON object.*"
+                       r"The archive was removed"):
+        load_preset("toy", url=server.url + "/b.zip", progress=False)
+    assert not (cache / "downloads" / "b.zip").exists() and not (cache / "toy").exists()
