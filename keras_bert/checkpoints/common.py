@@ -19,10 +19,12 @@ Every converter maps its format to and from that dict, so any format converts to
 import contextlib
 import json
 import os
+import re
 import shutil
 
 import numpy as np
 
+from keras_bert.checkpoints import tempdirs
 from keras_bert.text.vocab import load_vocabulary
 
 
@@ -32,15 +34,28 @@ class CheckpointError(ValueError):
 
 @contextlib.contextmanager
 def atomic_target(path):
-    """Yields a temporary name beside ``path`` to write; renames it to ``path`` on success and
-    removes it on failure, so ``path`` is never half-written."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
+    """Yields a temporary name beside ``path`` to write (in a locked ``.tmp-*`` directory, see
+    `keras_bert.checkpoints.tempdirs`); renames it to ``path`` on success and removes it
+    whatever happens, so ``path`` is never half-written and nothing is left behind."""
+    with tempdirs.locked_tempdir(os.path.dirname(os.path.abspath(path))) as work:
+        tmp = os.path.join(work, os.path.basename(path))
         yield tmp
         os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+
+
+def read_json_object(path, what="JSON file"):
+    """The JSON object in ``path``; `CheckpointError` naming the file when it is unreadable,
+    not JSON, or not an object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CheckpointError(f"Cannot read the {what} {path}: {e}") from None
+    if not isinstance(values, dict):
+        raise CheckpointError(
+            f"The {what} {path} holds a JSON {type(values).__name__}, not an object."
+        )
+    return values
 
 
 def write_json(path, values):
@@ -101,17 +116,54 @@ def head_shapes(config):
     }
 
 
-def check_shapes(shapes, config, source):
+_LAYER_INDEX = re.compile(r"(?:layer|encoder)[_.](\d+)(?=[/.])")  # every format's block names
+
+
+def _natural(name):
+    """Sort key that puts ``layer_9`` before ``layer_10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _listing(names, first=5):
+    """The first few names and how many more."""
+    names = sorted(names, key=_natural)
+    more = f" and {len(names) - first} more" if len(names) > first else ""
+    return ", ".join(names[:first]) + more
+
+
+def _layer_hint(names, config):
+    """`` (the checkpoint has N layers, the config says num_hidden_layers=M)`` when they differ."""
+    indices = [int(m.group(1)) for m in map(_LAYER_INDEX.search, names) if m]
+    layers = max(indices) + 1 if indices else 0
+    if layers == config.num_hidden_layers:
+        return ""
+    return (f" (the checkpoint has {layers} layers, the config says "
+            f"num_hidden_layers={config.num_hidden_layers})")
+
+
+def check_shapes(shapes, config, source, unexplained=()):
     """Checks a ``{name: shape}`` map against ``config`` before any weight is read.
 
-    Every encoder variable must be there with its shape; head variables are optional but
-    must have their shape when present. Errors name the variable, both shapes and ``source``.
+    The checkpoint must fit the config exactly. Every encoder variable must be there with its
+    shape; head variables (``cls/``) are optional but must have their shape when present. Every
+    other variable inside the encoder namespace is an error: a ``bert/`` name the config has
+    no place for (a config with fewer layers than the checkpoint), and ``unexplained``, the
+    names (in the format's own spelling) that a reader found in the encoder's part of its file
+    and could not place. Outside it, task heads and optimizer state are the readers' to skip.
+    Errors name the variables, the shapes and ``source``.
     """
     expected = encoder_shapes(config)
-    missing = sorted(set(expected) - set(shapes))
+    missing = set(expected) - set(shapes)
     if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise CheckpointError(f"{source}: missing variable(s) {shown}.")
+        raise CheckpointError(f"{source}: missing variable(s) {_listing(missing)}"
+                              f"{_layer_hint(list(shapes) + list(unexplained), config)}.")
+    unused = [n for n in shapes if n.startswith("bert/") and n not in expected]
+    unused += list(unexplained)
+    if unused:
+        raise CheckpointError(
+            f"{source}: {len(unused)} checkpoint variable(s) that the config has no place for: "
+            f"{_listing(unused)}{_layer_hint(list(shapes) + unused, config)}."
+        )
     expected.update(head_shapes(config))
     for name, want in expected.items():  # canonical order: the first bad layer is reported
         shape = shapes.get(name)
@@ -138,13 +190,40 @@ def check_vocab(vocab_path, config, source=None):
         return
     if not os.path.isfile(vocab_path):
         raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
-    n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it
+    try:
+        n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it
+    except UnicodeDecodeError:
+        with open(vocab_path, "rb") as f:
+            data = f.read()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise CheckpointError(
+                f"{vocab_path} is not UTF-8 text (line {line}: {e.reason}); a vocab.txt holds "
+                "one UTF-8 token a line."
+            ) from None
+        raise
     if n != config.vocab_size:
         raise CheckpointError(
             f"{source or vocab_path}: {vocab_path} has {n} tokens but the config says "
             f"vocab_size={config.vocab_size}; the vocabulary and the checkpoint do not belong "
             "together."
         )
+
+
+def build_config(path, make):
+    """``make()`` (a `BertConfig` read from ``path``); its errors become a `CheckpointError`
+    that names ``path``."""
+    from keras_bert.config import BertConfigError
+
+    try:
+        return make()
+    except BertConfigError as e:
+        message = str(e)
+        if not message.startswith(os.fspath(path)):
+            message = f"{path}: {message}"
+        raise CheckpointError(message) from None
 
 
 def require_file(path, what, fix=""):

@@ -6,7 +6,7 @@ eagerly (cheap, and checked against each other at once), the weights read on dem
 
 import os
 
-from keras_bert.checkpoints import google, huggingface, keras_hub, layout
+from keras_bert.checkpoints import casing, google, huggingface, keras_hub, layout
 from keras_bert.checkpoints.common import CheckpointError, check_vocab
 
 FORMATS = ("keras_bert", "google", "huggingface", "keras_hub")
@@ -38,23 +38,29 @@ class LocalCheckpoint:
     """A checkpoint directory on disk in one of `FORMATS`.
 
     Attributes: ``path``, ``format``, ``config`` (`BertConfig`), ``vocab_path`` (or None),
-    ``do_lower_case``. ``weights()`` reads the canonical dict, checked against ``config``.
+    ``vocab_file`` (where the format keeps its vocabulary, there or not), ``do_lower_case``. ``weights()`` reads the canonical dict, checked against ``config``
+    (or another `BertConfig`, e.g. one with overridden fields).
     """
 
-    def __init__(self, path, format, config, vocab_path, do_lower_case, metadata=None):
+    def __init__(self, path, format, config, vocab_path, do_lower_case, metadata=None,
+                 vocab_file=None):
         self.path = path
+        self.vocab_file = vocab_file or vocab_path
         self.format = format
         self.config = config
         self.vocab_path = vocab_path
         self.do_lower_case = do_lower_case
         self.metadata = metadata or {}
 
-    def weights(self):
+    def weights(self, config=None):
+        """The canonical weights, checked to fit ``config`` (default: the directory's own)
+        exactly: nothing missing, nothing the config has no place for."""
+        config = config or self.config
         if self.format in ("keras_bert", "google"):
-            return google.read_checkpoint(google.find_checkpoint_prefix(self.path), self.config)
+            return google.read_checkpoint(google.find_checkpoint_prefix(self.path), config)
         if self.format == "huggingface":
-            return huggingface.read_weights(self.path, self.config)
-        return keras_hub.read_weights(self.path, self.config)
+            return huggingface.read_weights(self.path, config)
+        return keras_hub.read_weights(self.path, config)
 
     def variable_shapes(self):
         """Shapes without values where the format allows (Google-style), else from weights()."""
@@ -66,46 +72,44 @@ class LocalCheckpoint:
         return f"LocalCheckpoint({self.path!r}, format={self.format!r})"
 
 
-def _vocab(directory, name):
-    path = os.path.join(directory, name)
+def _vocab(path):
     return path if os.path.isfile(path) else None
 
 
-def open_directory(directory, do_lower_case=None, require_weights=True):
+def open_directory(directory, do_lower_case=None, require_weights=True, known_casing=None):
     """Opens ``directory`` in whatever format it holds; checks vocab size against config.
 
-    ``do_lower_case`` overrides what the directory says (Google directories do not record it;
-    the default there is True unless the directory name says ``cased``). With
+    Casing comes from the directory's metadata, then ``known_casing`` (a ``(what,
+    do_lower_case)`` from outside the directory, e.g. the registry entry of a registry
+    preset), then the vocabulary (see `keras_bert.checkpoints.casing`); sources that disagree
+    are an error. ``do_lower_case`` is the caller's choice and overrides them all. With
     ``require_weights`` (the default) a Google-style directory without its checkpoint files
     fails here, at once; pass False to open only config and vocabulary (an architecture
     without weights).
     """
     directory = os.fspath(directory)
     fmt = detect_format(directory)
-    metadata = {}
+    metadata, recorded = {}, None
     if fmt == "keras_bert":
         metadata = layout.read_metadata(directory)
         config = layout.read_config(directory)
-        vocab = _vocab(directory, google.VOCAB_FILE)
-        lower = metadata.get("do_lower_case")
-        if require_weights:
-            google.find_checkpoint_prefix(directory)
+        vocab_file = os.path.join(directory, google.VOCAB_FILE)
+        recorded = layout.recorded_casing(directory, metadata)
     elif fmt == "google":
         config = google.read_directory_config(directory)
-        vocab = _vocab(directory, google.VOCAB_FILE)
-        base = os.path.basename(os.path.normpath(directory)).lower()
-        lower = not (base.startswith("cased") or "_cased" in base)
-        if require_weights:
-            google.find_checkpoint_prefix(directory)
+        vocab_file = os.path.join(directory, google.VOCAB_FILE)
     elif fmt == "huggingface":
         config = huggingface.read_config(directory)
-        vocab = _vocab(directory, huggingface.VOCAB_FILE)
-        lower = huggingface.do_lower_case(directory)
+        vocab_file = os.path.join(directory, huggingface.VOCAB_FILE)
+        recorded = huggingface.recorded_casing(directory)
     else:
         config = keras_hub.read_config(directory)
-        vocab = keras_hub.vocab_path(directory)
-        lower = keras_hub.do_lower_case(directory)
-    if do_lower_case is not None:
-        lower = do_lower_case
+        vocab_file = os.path.join(directory, keras_hub.VOCAB_FILE)
+        recorded = keras_hub.recorded_casing(directory)
+    if require_weights and fmt in ("keras_bert", "google"):
+        google.find_checkpoint_prefix(directory)
+    vocab = _vocab(vocab_file)
     check_vocab(vocab, config, source=directory)
-    return LocalCheckpoint(directory, fmt, config, vocab, lower, metadata)
+    sources = [s for s in (recorded, known_casing) if s is not None]
+    lower = casing.resolve(sources, vocab, override=do_lower_case, where=directory)
+    return LocalCheckpoint(directory, fmt, config, vocab, lower, metadata, vocab_file)

@@ -10,12 +10,13 @@ reading keeps the ``bert/`` and ``cls/`` variables and drops optimizer state (``
 
 import glob
 import os
-import shutil
-import tempfile
 
 import numpy as np
 
-from keras_bert.checkpoints.common import CheckpointError, check_shapes, copy_file, require_file
+from keras_bert.checkpoints import tempdirs
+from keras_bert.checkpoints.common import (
+    CheckpointError, build_config, check_shapes, copy_file, require_file,
+)
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -102,30 +103,28 @@ def read_checkpoint(prefix, config=None):
 def write_checkpoint(weights, prefix):
     """Writes a canonical dict as a TF1 checkpoint at ``prefix`` (atomically, file by file).
 
-    The files are written into a temporary directory beside the target and then renamed, so
-    an interrupted write never leaves a half-written checkpoint under ``prefix``.
+    The files are written into a locked temporary directory beside the target (see
+    `keras_bert.checkpoints.tempdirs`) and then renamed, so an interrupted write never leaves
+    a half-written checkpoint under ``prefix``, and what a killed writer left is swept.
     """
     import tensorflow as tf
 
     directory = os.path.dirname(os.path.abspath(prefix))
-    os.makedirs(directory, exist_ok=True)
+    base = os.path.basename(prefix)
     names = sorted(weights)
-    tmp = tempfile.mkdtemp(prefix=".tmp-ckpt-", dir=directory)
-    try:
-        tmp_prefix = os.path.join(tmp, os.path.basename(prefix))
+    with tempdirs.locked_tempdir(directory, prefix=".tmp-ckpt-") as tmp:
         with tf.device("CPU:0"):
             tf.raw_ops.SaveV2(
-                prefix=tmp_prefix,
+                prefix=os.path.join(tmp, base),
                 tensor_names=names,
                 shape_and_slices=[""] * len(names),
                 tensors=[tf.constant(np.asarray(weights[n], dtype=np.float32)) for n in names],
             )
         # Data first, index last: a checkpoint is only visible once its index is.
-        produced = sorted(os.listdir(tmp), key=lambda f: f.endswith(".index"))
+        produced = sorted((f for f in os.listdir(tmp) if f.startswith(base + ".")),
+                          key=lambda f: f.endswith(".index"))
         for f in produced:
             os.replace(os.path.join(tmp, f), os.path.join(directory, f))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return prefix
 
 
@@ -134,7 +133,7 @@ def read_directory_config(directory):
     from keras_bert.config import BertConfig
 
     path = require_file(os.path.join(directory, CONFIG_FILE), "Google BERT config")
-    return BertConfig.from_bert_config_json(path)
+    return build_config(path, lambda: BertConfig.from_bert_config_json(path))
 
 
 def write_directory(directory, config, weights, vocab_path=None):

@@ -14,14 +14,17 @@ import re
 
 import numpy as np
 
+from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
-    CheckpointError, atomic_target, check_shapes, copy_file, write_json,
+    CheckpointError, atomic_target, build_config, check_shapes, copy_file, read_json_object,
+    write_json,
 )
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
 VOCAB_FILE = "vocab.txt"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 # (Google name relative to the model, HF name relative to the model, transpose?)
 _EMBEDDINGS = [
@@ -53,6 +56,7 @@ _POOLER = [
     ("pooler/dense/kernel", "pooler.dense.weight", True),
     ("pooler/dense/bias", "pooler.dense.bias", False),
 ]
+_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 _HEADS = [
     ("cls/predictions/transform/dense/kernel", "cls.predictions.transform.dense.weight", True),
     ("cls/predictions/transform/dense/bias", "cls.predictions.transform.dense.bias", False),
@@ -122,19 +126,16 @@ def read_config(directory):
     path = os.path.join(directory, CONFIG_FILE)
     if not os.path.isfile(path):
         raise CheckpointError(f"Hugging Face config not found: {path}.")
-    return BertConfig.from_hf_config(path)
+    return build_config(path, lambda: BertConfig.from_hf_config(path))
 
 
-def do_lower_case(directory, default=True):
-    """Casing from ``tokenizer_config.json`` when present."""
-    path = os.path.join(directory, "tokenizer_config.json")
-    if os.path.isfile(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                return bool(json.load(f).get("do_lower_case", default))
-        except (OSError, ValueError):
-            pass
-    return default
+def recorded_casing(directory):
+    """``(what, do_lower_case)`` from ``tokenizer_config.json``, or None when it does not say."""
+    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    values = read_json_object(path, "Hugging Face tokenizer config")
+    return casing.recorded(path, "do_lower_case", values.get("do_lower_case"))
 
 
 def read_weights(directory, config):
@@ -147,15 +148,33 @@ def read_weights(directory, config):
             f"{source}: no embeddings.word_embeddings.weight (nor bert.-prefixed); this is not a "
             "Hugging Face BERT checkpoint."
         )
-    weights, shapes = {}, {}
+    weights, shapes, placed = {}, {}, set()
     for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + _HEADS:
         if hf not in tensors:
             continue  # missing encoder names are reported by check_shapes below
         value = np.asarray(tensors[hf], dtype=np.float32)
         weights[google] = value.T if transpose else value
         shapes[google] = weights[google].shape
-    check_shapes(shapes, config, source)
+        placed.add(hf)
+    unexplained = [k for k in tensors if k not in placed and _in_encoder(k, prefix)]
+    check_shapes(shapes, config, source, unexplained)
     return weights
+
+
+def _in_encoder(key, prefix):
+    """Whether ``key`` belongs to the encoder (``BertModel``), not a head or a buffer.
+
+    With the ``bert.`` prefix, the encoder is everything under it; heads (``cls.*``,
+    ``classifier.*``, ``qa_outputs.*``, ...) are outside. Without it, the encoder is
+    ``embeddings.*``, ``encoder.*`` and ``pooler.*``. The buffers BertEmbeddings registers
+    (``position_ids``, ``token_type_ids``) are not weights.
+    """
+    if not key.startswith(prefix):
+        return False
+    key = key[len(prefix):]
+    if key in _BUFFERS:
+        return False
+    return bool(prefix) or key.split(".")[0] in ("embeddings", "encoder", "pooler")
 
 
 def write_directory(directory, config, weights, vocab_path=None):

@@ -9,10 +9,14 @@ computes the tanh approximation of GELU with LayerNorm epsilon 1e-12, so the con
 
 import json
 import os
+import re
 
 import numpy as np
 
-from keras_bert.checkpoints.common import CheckpointError, check_shapes
+from keras_bert.checkpoints import casing
+from keras_bert.checkpoints.common import (
+    CheckpointError, build_config, check_shapes, read_json_object,
+)
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -32,22 +36,31 @@ def is_keras_hub_preset(directory):
     return isinstance(values, dict) and "class_name" in values and "module" in values
 
 
-def _backbone_config(directory):
-    path = os.path.join(directory, CONFIG_FILE)
-    with open(path, encoding="utf-8") as f:
-        values = json.load(f)
+_REQUIRED = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads", "intermediate_dim")
+
+
+def _backbone_config(path):
+    """The ``config`` object of a keras-hub ``BertBackbone``'s ``config.json``."""
+    values = read_json_object(path, "keras-hub config")
     if values.get("class_name") != "BertBackbone":
         raise CheckpointError(
             f"{path}: a keras-hub {values.get('class_name')!r} preset, not a BertBackbone."
         )
-    return values["config"]
+    config = values.get("config")
+    if not isinstance(config, dict):
+        raise CheckpointError(f'{path}: no "config" object; not a keras-hub preset file.')
+    missing = [k for k in _REQUIRED if k not in config]
+    if missing:
+        raise CheckpointError(f"{path}: the BertBackbone config lacks {', '.join(missing)}.")
+    return config
 
 
 def read_config(directory):
     from keras_bert.config import BertConfig
 
-    c = _backbone_config(directory)
-    return BertConfig(
+    path = os.path.join(directory, CONFIG_FILE)
+    c = _backbone_config(path)
+    return build_config(path, lambda: BertConfig(
         vocab_size=c["vocabulary_size"],
         hidden_size=c["hidden_dim"],
         num_hidden_layers=c["num_layers"],
@@ -59,7 +72,7 @@ def read_config(directory):
         max_position_embeddings=c.get("max_sequence_length", 512),
         type_vocab_size=c.get("num_segments", 2),
         layer_norm_eps=1e-12,
-    )
+    ))
 
 
 def vocab_path(directory):
@@ -67,15 +80,15 @@ def vocab_path(directory):
     return path if os.path.isfile(path) else None
 
 
-def do_lower_case(directory, default=True):
+def recorded_casing(directory):
+    """``(what, do_lower_case)`` from ``tokenizer.json``'s ``lowercase``, or None."""
     path = os.path.join(directory, TOKENIZER_FILE)
-    if os.path.isfile(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                return bool(json.load(f)["config"].get("lowercase", default))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    return default
+    if not os.path.isfile(path):
+        return None
+    config = read_json_object(path, "keras-hub tokenizer config").get("config")
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: no \"config\" object; not a keras-hub tokenizer file.")
+    return casing.recorded(path, "lowercase", config.get("lowercase"))
 
 
 _BLOCK = {
@@ -151,8 +164,37 @@ def read_weights(directory, config):
             f"{type(e).__name__}: {e}"
         ) from None
     weights = backbone_to_canonical(backbone)
-    check_shapes({k: v.shape for k, v in weights.items()}, config, weights_path)
+    unexplained = [v.path for v in backbone.weights if canonical_name(v.path) is None]
+    unexplained += _stored_blocks_beyond(weights_path, config.num_hidden_layers)
+    check_shapes({k: v.shape for k, v in weights.items()}, config, weights_path, unexplained)
     return weights
+
+
+_STORED_BLOCK = re.compile(r"(?:^|/)transformer_encoder(?:_(\d+))?/")
+
+
+def _stored_blocks_beyond(weights_path, num_layers):
+    """Variables of ``model.weights.h5`` in transformer blocks ``num_layers`` and above.
+
+    keras-hub rebuilds the backbone from ``config.json`` and loads only the blocks it has,
+    silently, so the file's own blocks are counted here. Keras stores block ``n`` (in build
+    order) under ``layers/transformer_encoder_<n>/`` (``transformer_encoder`` for 0).
+    """
+    import h5py
+
+    names = []
+    try:
+        with h5py.File(weights_path, "r") as f:
+            f.visititems(lambda name, obj: names.append(name)
+                         if isinstance(obj, h5py.Dataset) else None)
+    except OSError as e:
+        raise CheckpointError(f"Cannot read the keras-hub weights file {weights_path}: {e}") from None
+    beyond = []
+    for name in names:
+        match = _STORED_BLOCK.search(name)
+        if match and int(match.group(1) or 0) >= num_layers:
+            beyond.append(name)
+    return beyond
 
 
 def assign_to_backbone(backbone, weights):

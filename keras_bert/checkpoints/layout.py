@@ -21,11 +21,12 @@ too::
 place, metadata last, so a directory with ``keras_bert.json`` is always complete.
 """
 
-import json
 import os
 
-from keras_bert.checkpoints import google
-from keras_bert.checkpoints.common import CheckpointError, write_json
+from keras_bert.checkpoints import casing, google
+from keras_bert.checkpoints.common import (
+    CheckpointError, build_config, check_vocab, read_json_object, require_file, write_json,
+)
 
 METADATA_FILE = "keras_bert.json"
 FORMAT_VERSION = 1
@@ -37,12 +38,8 @@ def is_layout(directory):
 
 def read_metadata(directory):
     path = os.path.join(directory, METADATA_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"Cannot read {path}: {e}") from None
-    if not isinstance(values, dict) or values.get("format") != "keras_bert":
+    values = read_json_object(path, "keras_bert metadata")
+    if values.get("format") != "keras_bert":
         raise CheckpointError(f"{path} is not a keras_bert preset metadata file.")
     version = values.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
@@ -53,19 +50,42 @@ def read_metadata(directory):
     return values
 
 
+def recorded_casing(directory, metadata):
+    """``(what, do_lower_case)`` from the metadata, or None when it says null (unknown)."""
+    return casing.recorded(os.path.join(directory, METADATA_FILE), "do_lower_case",
+                           metadata.get("do_lower_case"))
+
+
 def read_config(directory):
     from keras_bert.config import BertConfig
 
     values = read_metadata(directory)
-    if isinstance(values.get("config"), dict):
-        return BertConfig.from_dict(values["config"])
-    return google.read_directory_config(directory)
+    config = values.get("config")
+    if config is None:  # not recorded: Google's file says it
+        return google.read_directory_config(directory)
+    path = os.path.join(directory, METADATA_FILE)
+    if not isinstance(config, dict):
+        raise CheckpointError(f'{path}: "config" is a {type(config).__name__}, not an object.')
+    return build_config(path, lambda: BertConfig.from_dict(config))
 
 
 def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=None,
           source=None, extra=None):
     """Writes ``weights`` (canonical dict) with config, vocab and metadata into ``directory``;
-    ``extra`` adds keys to the metadata (a task model's ``task`` and ``preprocessor``)."""
+    ``extra`` adds keys to the metadata (a task model's ``task`` and ``preprocessor``).
+
+    The vocabulary is checked first (there, and of ``config.vocab_size`` tokens), so what is
+    written loads back. Without one, a ``vocab.txt`` left in ``directory`` by an earlier save
+    is removed: it belongs to another model.
+    """
+    vocab_file = os.path.join(directory, google.VOCAB_FILE)
+    if vocab_path is not None:
+        require_file(vocab_path, "The model's vocabulary",
+                     "It was there when the model was loaded; set model.vocab_path to the "
+                     "vocabulary, or to None to save without one.")
+        check_vocab(vocab_path, config, source=f"Saving to {directory}")
+    elif os.path.isfile(vocab_file):
+        os.remove(vocab_file)
     google.write_directory(directory, config, weights, vocab_path=vocab_path)
     metadata = {
         "format": "keras_bert",

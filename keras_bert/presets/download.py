@@ -4,24 +4,25 @@ Everything lands under the cache root, ``$KERAS_BERT_HOME`` (default ``~/.cache/
 
     downloads/<file>.zip        archives as fetched (removed once converted)
     <name>/                     the converted preset, in keras_bert's layout
+    zips/<zip name>-<sha256[:16]>/  a local Google .zip passed to from_preset, converted
 
-Each step writes to a temporary name and renames into place, so an interrupted download or
-conversion never leaves something that a later call would take for complete.
+Each step writes in a locked temporary directory and renames into place, so an interrupted
+download or conversion never leaves something that a later call would take for complete, and
+what a killed process left is removed by the next one (`keras_bert.checkpoints.tempdirs`).
 """
 
 import hashlib
 import http.client
 import os
-import shutil
 import socket
 import sys
-import tempfile
-import zlib
 import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 
+from keras_bert.checkpoints import tempdirs
 from keras_bert.checkpoints.common import CheckpointError
 
 DEFAULT_TIMEOUT = 10.0  # seconds to connect (and between reads); offline fails in seconds
@@ -71,12 +72,14 @@ def manual_instructions(url, zip_target):
 
 
 class _Progress:
-    """A one-line progress bar on stderr."""
+    """Progress on stderr: the label on a line of its own, then a bar redrawn in place."""
 
     def __init__(self, label, total, stream=None):
-        self.label, self.total = label, total
+        self.total = total
         self.stream = stream or sys.stderr
         self.done, self.last = 0, 0.0
+        self.stream.write(label + "\n")
+        self.stream.flush()
 
     def update(self, n):
         self.done += n
@@ -88,9 +91,9 @@ class _Progress:
         if self.total:
             frac = self.done / self.total
             bar = "#" * int(30 * frac)
-            line = f"\r{self.label} [{bar:<30}] {100 * frac:5.1f}% {mb:.1f}/{self.total / 1e6:.1f} MB"
+            line = f"\r  [{bar:<30}] {100 * frac:5.1f}% {mb:.1f}/{self.total / 1e6:.1f} MB"
         else:
-            line = f"\r{self.label} {mb:.1f} MB"
+            line = f"\r  {mb:.1f} MB"
         self.stream.write(line)
         self.stream.flush()
 
@@ -99,11 +102,15 @@ class _Progress:
         self.stream.flush()
 
 
-def fetch(url, target, sha256=None, progress=True):
-    """Downloads ``url`` to ``target`` atomically; checks ``sha256`` when given."""
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    part = f"{target}.part-{os.getpid()}"
-    try:
+def fetch(url, target, sha256=None, progress=True, label=None):
+    """Downloads ``url`` to ``target`` atomically; checks ``sha256`` when given.
+
+    The bytes go to a file in a locked ``.tmp-*`` directory beside ``target`` (see
+    `keras_bert.checkpoints.tempdirs`), renamed into place once complete and verified.
+    ``label`` starts the progress line (default: ``Downloading <file>``).
+    """
+    with tempdirs.locked_tempdir(os.path.dirname(target), legacy=True) as work:
+        part = os.path.join(work, os.path.basename(target))
         try:
             response = urllib.request.urlopen(url, timeout=timeout())
         except (urllib.error.URLError, socket.timeout, OSError, http.client.HTTPException) as e:
@@ -114,7 +121,8 @@ def fetch(url, target, sha256=None, progress=True):
         with response, open(part, "wb") as out:
             total = response.headers.get("Content-Length")
             total = int(total) if total and total.isdigit() else None
-            bar = _Progress(f"Downloading {os.path.basename(target)}", total) if progress else None
+            label = label or f"Downloading {os.path.basename(target)}"
+            bar = _Progress(label, total) if progress else None
             try:
                 while True:
                     chunk = response.read(_CHUNK)
@@ -136,9 +144,6 @@ def fetch(url, target, sha256=None, progress=True):
         if sha256:
             check_sha256(part, sha256, what=url, consequence=" Nothing was cached.")
         os.replace(part, target)
-    finally:
-        if os.path.exists(part):
-            os.remove(part)
     return target
 
 
@@ -169,11 +174,10 @@ def extract_zip(zip_path, into):
 
 def convert_zip(zip_path, target, convert, expected_files=None):
     """Extracts ``zip_path``, lets ``convert(src_dir, tmp_dir)`` write the converted preset,
-    and renames the result to ``target``. Temporary files are removed whatever happens."""
-    parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
-    try:
+    and renames the result to ``target``. The work happens in a locked ``.tmp-*`` directory
+    beside ``target``: removed whatever happens, and by the next writer if this process is
+    killed (see `keras_bert.checkpoints.tempdirs`)."""
+    with tempdirs.locked_tempdir(os.path.dirname(target), legacy=True) as work:
         src = extract_zip(zip_path, os.path.join(work, "extracted"))
         present = set(os.listdir(src))
         missing = [f for f in (expected_files or ()) if f not in present]
@@ -186,12 +190,14 @@ def convert_zip(zip_path, target, convert, expected_files=None):
                 f"{zip_path} lacks {', '.join(missing)} (found {sorted(present)})."
             )
         out = os.path.join(work, "converted")
-        convert(src, out)
+        try:
+            convert(src, out)
+        except CheckpointError as e:  # name the archive's member, not the temporary copy
+            extracted = os.path.join(work, "extracted") + os.sep
+            raise DownloadError(str(e).replace(extracted, f"{zip_path}/")) from None
         try:
             os.rename(out, target)
         except OSError:
             if not os.path.isdir(target):  # another process finishing first is fine
                 raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return target

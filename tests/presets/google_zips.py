@@ -11,9 +11,15 @@ import numpy as np
 from keras_bert import BertConfig
 from keras_bert.checkpoints import google
 from keras_bert.checkpoints.common import encoder_shapes, head_shapes
+from keras_bert.presets import PresetSpec
 
 TINY = dict(vocab_size=30522, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
             intermediate_size=16, max_position_embeddings=32, hidden_act="gelu_tanh")
+# A registry entry for a TINY checkpoint; tests put it in PRESETS and serve its zip.
+TOY = PresetSpec("toy", "test preset", TINY["num_hidden_layers"], TINY["hidden_size"],
+                 TINY["num_attention_heads"], TINY["vocab_size"], True, "google",
+                 path="2099_01_01/uncased_L-2_H-8_A-2.zip", intermediate_size=16,
+                 max_position_embeddings=32)
 
 
 def write_google_dir(directory, config=None, seed=0, slots=True):
@@ -52,6 +58,8 @@ class Server:
     def __init__(self):
         self.routes, self.requests = {}, []
         self.truncate = set()  # paths whose body is cut off halfway
+        self.stall = set()  # paths whose body stops halfway until close()
+        self.closing = threading.Event()
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -64,6 +72,12 @@ class Server:
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if self.path in server.stall:
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    server.closing.wait(120)
+                    self.close_connection = True
+                    return
                 if self.path in server.truncate:
                     self.wfile.write(body[: len(body) // 2])
                     self.wfile.flush()
@@ -80,5 +94,6 @@ class Server:
         self.thread.start()
 
     def close(self):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()

@@ -2,22 +2,21 @@
 
 import hashlib
 import os
+import pathlib
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.presets import PRESETS, PresetSpec, load_preset
+from keras_bert.checkpoints import CheckpointError
+from keras_bert.presets import PRESETS, load_preset
 from keras_bert.presets.download import DownloadError
 
-from google_zips import TINY, write_google_dir, zip_dir  # tests/presets/google_zips.py
-
-TOY = PresetSpec("toy", "test preset", TINY["num_hidden_layers"], TINY["hidden_size"],
-                 TINY["num_attention_heads"], TINY["vocab_size"], True, "google",
-                 path="2099_01_01/uncased_L-2_H-8_A-2.zip", intermediate_size=16,
-                 max_position_embeddings=32)
+from google_zips import TINY, TOY, write_google_dir, zip_dir  # tests/presets/google_zips.py
 
 
 @pytest.fixture
@@ -184,3 +183,165 @@ def test_local_zip_is_converted_once(tmp_path, cache):
     assert len(converted) == 1 and (converted[0] / "keras_bert.json").is_file()
     load_preset(str(archive))
     assert len(list((cache / "zips").iterdir())) == 1
+
+
+def test_cached_metadata_disagreeing_with_the_registry_is_an_error(toy, server, cache):
+    assert load_preset("toy", progress=False).do_lower_case is True
+    meta = cache / "toy" / "keras_bert.json"
+    meta.write_text(meta.read_text().replace('"do_lower_case": true', '"do_lower_case": false'))
+    with pytest.raises(CheckpointError, match=r"keras_bert\.json \(do_lower_case\) says "
+                       r"do_lower_case=False \(cased\) but the registry entry of preset 'toy' "
+                       r"says do_lower_case=True \(uncased\)"):
+        load_preset("toy", progress=False)
+    assert load_preset("toy", do_lower_case=False, progress=False).do_lower_case is False
+
+
+# ------------------------------------------------------------ killed and concurrent writers
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _writer(cache, *args):
+    """Starts tests/presets/writer_process.py in its own process (this checkout's keras_bert)."""
+    env = dict(os.environ, KERAS_BERT_HOME=str(cache), KERAS_BERT_DOWNLOAD_TIMEOUT="120",
+               TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.Popen([sys.executable, "-m", "tests.presets.writer_process", *map(str, args)],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_until(condition, process, timeout=180):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError(f"the writer exited early: {process.communicate()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"the writer did not get there in {timeout} s")
+        time.sleep(0.05)
+
+
+def _finish(process):
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    return out.strip()
+
+
+def _archive(tmp_path):
+    _, weights = write_google_dir(tmp_path / "src")
+    archive = tmp_path / "my_bert.zip"
+    archive.write_bytes(zip_dir(tmp_path / "src", folder="my_bert"))
+    return archive, weights
+
+
+def test_killed_conversion_is_removed_by_the_next_call(tmp_path, cache):
+    archive, weights = _archive(tmp_path)
+    ready = tmp_path / "ready"
+    writer = _writer(cache, "zip", archive, "--pause", ready, tmp_path / "never")
+    _wait_until(ready.exists, writer)  # mid-conversion: extracted, not yet written
+    writer.kill()  # SIGKILL: no cleanup runs
+    writer.wait()
+    leftovers = list((cache / "zips").glob(".tmp-*"))
+    assert len(leftovers) == 1 and (leftovers[0] / "extracted" / "my_bert").is_dir()
+    encoder = BertEncoder.from_preset(str(archive))
+    assert list((cache / "zips").glob(".tmp-*")) == [] and _no_temporaries(cache) == []
+    np.testing.assert_array_equal(encoder.get_canonical_weights()["bert/pooler/dense/bias"],
+                                  weights["bert/pooler/dense/bias"])
+
+
+def test_two_processes_converting_the_same_zip_both_succeed(tmp_path, cache):
+    archive, _ = _archive(tmp_path)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    first = _writer(cache, "zip", archive, "--pause", ready, go)
+    _wait_until(ready.exists, first)  # first is mid-conversion, its directory locked
+    working = list((cache / "zips").glob(".tmp-*"))
+    second = _writer(cache, "zip", archive)  # sweeps zips/ before converting the same zip
+    second_path = _finish(second)
+    assert list((cache / "zips").glob(".tmp-*")) == working  # the live writer's is untouched
+    go.touch()
+    assert _finish(first) == second_path
+    assert _no_temporaries(cache) == []
+    assert load_preset(str(archive)).path == second_path
+
+
+def test_killed_download_is_removed_by_the_next_call(toy, server, cache):
+    server.stall.add("/2099_01_01/uncased_L-2_H-8_A-2.zip")  # half the body, then nothing
+    writer = _writer(cache, "registry", server.url)
+    partial = cache / "downloads"
+    _wait_until(lambda: any(partial.glob(".tmp-*/*.zip")), writer)  # receiving the body
+    writer.kill()
+    writer.wait()
+    assert len(list(partial.glob(".tmp-*/uncased_L-2_H-8_A-2.zip"))) == 1
+    server.stall.clear()
+    assert load_preset("toy", progress=False).format == "keras_bert"
+    assert _no_temporaries(cache) == []
+
+
+# ------------------------------------------------------------ text layers first, encoder next
+def test_preprocessor_fetches_once_and_says_why_then_the_encoder_fetches_nothing(
+        toy, server, cache, capsys):
+    from keras_bert import BertPreprocessor
+
+    preprocessor = BertPreprocessor.from_preset("toy", seq_length=8)
+    err = capsys.readouterr().err
+    assert ("Downloading uncased_L-2_H-8_A-2.zip, the whole checkpoint of preset 'toy', for "
+            "its vocabulary") in err
+    assert f"the weights are kept in {cache / 'toy'} too" in err
+    assert server.requests == ["/2099_01_01/uncased_L-2_H-8_A-2.zip"]
+    assert preprocessor.tokenizer.vocabulary_size == TINY["vocab_size"]
+    config, weights, _ = toy
+    encoder = BertEncoder.from_preset("toy")
+    assert len(server.requests) == 1 and capsys.readouterr().err == ""
+    np.testing.assert_array_equal(encoder.get_canonical_weights()["bert/pooler/dense/kernel"],
+                                  weights["bert/pooler/dense/kernel"])
+
+
+def test_encoder_progress_line_says_what_is_downloaded(toy, server, cache, capsys):
+    BertEncoder.from_preset("toy")
+    assert ("Downloading uncased_L-2_H-8_A-2.zip, the checkpoint of preset 'toy' (weights and "
+            "vocabulary)") in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ save_to_preset and the vocabulary
+def test_saved_architecture_of_an_undownloaded_preset_has_no_vocabulary(toy, tmp_path, cache):
+    from keras_bert import BertPreprocessor
+
+    BertEncoder.from_preset("toy", load_weights=False).save_to_preset(str(tmp_path / "saved"))
+    with pytest.raises(CheckpointError, match=(
+            r"saved has no vocabulary, and a tokenizer needs one: .*saved/vocab\.txt not found\. "
+            r"It was saved by save_to_preset from a model without one .*load the tokenizer "
+            r"from 'toy' itself")):
+        BertPreprocessor.from_preset(str(tmp_path / "saved"))
+
+
+def test_saved_architecture_of_a_cached_preset_keeps_the_vocabulary(toy, tmp_path, cache):
+    from keras_bert import BertPreprocessor
+
+    load_preset("toy", progress=False)
+    BertEncoder.from_preset("toy", load_weights=False).save_to_preset(str(tmp_path / "saved"))
+    texts = ["tok5 tok17 tok2", "nothing known"]
+    want = BertPreprocessor.from_preset("toy", seq_length=8)(texts)
+    got = BertPreprocessor.from_preset(str(tmp_path / "saved"), seq_length=8)(texts)
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key])
+
+
+# ------------------------------------------------------------ bad archive content
+def test_zip_with_a_bad_config_names_the_archive_and_member(tmp_path, cache):
+    write_google_dir(tmp_path / "src")
+    (tmp_path / "src" / "bert_config.json").write_text("{oops")
+    archive = tmp_path / "bad.zip"
+    archive.write_bytes(zip_dir(tmp_path / "src", folder="bad"))
+    with pytest.raises(DownloadError, match=rf"{archive}/bad/bert_config\.json: not valid JSON"):
+        load_preset(str(archive))
+    assert _no_temporaries(cache) == []
+
+
+def test_registry_zip_with_a_bad_config_is_removed(monkeypatch, tmp_path, server, cache):
+    monkeypatch.setitem(PRESETS, "toy", TOY)
+    write_google_dir(tmp_path / "src")
+    (tmp_path / "src" / "bert_config.json").write_text("[]")
+    server.routes["/b.zip"] = zip_dir(tmp_path / "src")
+    with pytest.raises(DownloadError, match=r"b\.zip/bert_config\.json: expected a JSON object.*"
+                       r"The archive was removed"):
+        load_preset("toy", url=server.url + "/b.zip", progress=False)
+    assert not (cache / "downloads" / "b.zip").exists() and not (cache / "toy").exists()

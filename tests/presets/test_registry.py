@@ -136,3 +136,49 @@ def test_newer_layout_version_is_refused(tmp_path):
     (tmp_path / "keras_bert.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="format_version 99"):
         BertEncoder.from_preset(str(tmp_path))
+
+
+# ------------------------------------------------------------ presets without a vocabulary
+def test_tokenizer_from_a_google_directory_without_vocabulary(tmp_path):
+    write_google_dir(tmp_path)
+    (tmp_path / "vocab.txt").unlink()
+    with pytest.raises(CheckpointError, match=rf"{tmp_path} has no vocabulary, and a tokenizer "
+                       rf"needs one: {tmp_path / 'vocab.txt'} not found"):
+        keras_bert.BertTokenizer.from_preset(str(tmp_path))
+    assert load_preset(str(tmp_path)).vocab_path is None  # the encoder does not need one
+
+
+def test_preprocessor_from_a_huggingface_directory_without_vocabulary(tmp_path):
+    from keras_bert.checkpoints import huggingface
+    from keras_bert.checkpoints.common import encoder_shapes
+
+    config = keras_bert.BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+                                   num_attention_heads=2, intermediate_size=16)
+    huggingface.write_directory(tmp_path, config, {k: np.zeros(s, "float32")
+                                                   for k, s in encoder_shapes(config).items()})
+    with pytest.raises(CheckpointError, match=rf"{tmp_path / 'vocab.txt'} not found"):
+        keras_bert.BertPreprocessor.from_preset(str(tmp_path))
+
+
+def test_tokenizer_from_a_keras_hub_preset_without_vocabulary(tmp_path):
+    keras_hub = pytest.importorskip("keras_hub")
+    keras_hub.models.BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+                                  intermediate_dim=16).save_to_preset(str(tmp_path))
+    with pytest.raises(CheckpointError,
+                       match=r"no vocabulary.*assets/tokenizer/vocabulary\.txt not found"):
+        load_preset(str(tmp_path), require_weights=False, require_vocab=True)
+
+
+def test_local_directory_without_weights_round_trips_to_a_preprocessor(tmp_path):
+    write_google_dir(tmp_path / "src")
+    for f in (tmp_path / "src").glob("bert_model.ckpt.*"):
+        f.unlink()  # config and vocabulary only
+    encoder = BertEncoder.from_preset(str(tmp_path / "src"), load_weights=False)
+    encoder.save_to_preset(str(tmp_path / "saved"))
+    assert (tmp_path / "saved" / "vocab.txt").read_text() == \
+        (tmp_path / "src" / "vocab.txt").read_text()
+    texts = ["tok1 tok22 tok333", "unknown words"]
+    want = keras_bert.BertPreprocessor.from_preset(str(tmp_path / "src"), seq_length=8)(texts)
+    got = keras_bert.BertPreprocessor.from_preset(str(tmp_path / "saved"), seq_length=8)(texts)
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key])

@@ -1,0 +1,55 @@
+"""A separate process that loads a preset, for the tests of concurrent and killed writers.
+
+Run from the repository root (so that this checkout's keras_bert is imported), with
+``KERAS_BERT_HOME`` set::
+
+    python -m tests.presets.writer_process zip ARCHIVE [--pause READY GO]
+    python -m tests.presets.writer_process registry BASE_URL
+
+``zip`` loads a local Google zip; with ``--pause`` the conversion stops just before it writes
+the converted preset: the process creates READY and waits until GO exists (so a test can
+kill it there, or run a second writer meanwhile). ``registry`` loads the test registry
+entry ``toy`` from BASE_URL. The preset's directory is printed on success.
+"""
+
+import os
+import sys
+import time
+
+
+def _pause_conversion(ready, go):
+    from keras_bert.checkpoints import layout
+
+    write = layout.write
+
+    def paused(*args, **kwargs):
+        with open(ready, "w"):
+            pass
+        while not os.path.exists(go):
+            time.sleep(0.05)
+        return write(*args, **kwargs)
+
+    layout.write = paused
+
+
+def main(argv):
+    from keras_bert.presets import PRESETS, load_preset
+
+    mode, target = argv[0], argv[1]
+    if mode == "zip":
+        if argv[2:3] == ["--pause"]:
+            _pause_conversion(argv[3], argv[4])
+        preset = load_preset(target, progress=False)
+    elif mode == "registry":
+        from tests.presets.google_zips import TOY
+
+        PRESETS["toy"] = TOY
+        os.environ["KERAS_BERT_BASE_URL"] = target
+        preset = load_preset("toy", progress=False)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    print(preset.path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
