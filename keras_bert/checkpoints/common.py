@@ -191,19 +191,9 @@ def check_vocab(vocab_path, config, source=None):
     if not os.path.isfile(vocab_path):
         raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
     try:
-        n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it
-    except UnicodeDecodeError:
-        with open(vocab_path, "rb") as f:
-            data = f.read()
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = data.count(b"\n", 0, e.start) + 1
-            raise CheckpointError(
-                f"{vocab_path} is not UTF-8 text (line {line}: {e.reason}); a vocab.txt holds "
-                "one UTF-8 token a line."
-            ) from None
-        raise
+        n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it, with its checks
+    except ValueError as e:  # not UTF-8, a BOM, a token with spaces: named by file and line
+        raise CheckpointError(str(e)) from None
     if n != config.vocab_size:
         raise CheckpointError(
             f"{source or vocab_path}: {vocab_path} has {n} tokens but the config says "
