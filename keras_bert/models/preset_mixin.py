@@ -61,7 +61,7 @@ class PresetMixin:
         config = preset.config.replace(**overrides) if overrides else preset.config
         model = cls._from_preset_config(config, **kwargs)
         if load_weights:
-            model._load_preset_weights(preset.weights(), source=preset.path)
+            model._load_preset_weights(preset.weights(config), source=preset.path)
         model.vocab_path = preset.vocab_path
         model.do_lower_case = preset.do_lower_case
         model.preset_name = preset.name

@@ -71,7 +71,7 @@ def build_from_preset(cls, preset, load_weights=True, **kwargs):
     encoder = BertEncoder(config, **encoder_args)
     weights = None
     if load_weights:
-        weights = resolved.weights()
+        weights = resolved.weights(config)
         encoder.set_canonical_weights(weights, source=resolved.path)
     if not preprocessor_given:
         saved_pre = {k: v for k, v in (metadata.get(PREPROCESSOR_KEY) or {}).items()

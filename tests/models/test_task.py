@@ -193,3 +193,20 @@ def test_unknown_constructor_argument():
     with pytest.raises(TypeError, match=r"BertClassifier\(\) got unknown keyword argument "
                                         r"'dropuot' \(did you mean 'dropout'\?\)"):
         BertClassifier(tiny_encoder(), 2, dropuot=0.2)
+
+
+def test_from_preset_with_fewer_layers_than_the_checkpoint_is_an_error(tmp_path):
+    """Overriding num_hidden_layers below the checkpoint's dropped the extra layers silently."""
+    from keras_bert import BertEncoder
+    from keras_bert.checkpoints.common import CheckpointError
+
+    tiny_encoder().save_to_preset(str(tmp_path / "p"))
+    layers = tiny_encoder().bert_config.num_hidden_layers
+    for load in (lambda: BertEncoder.from_preset(str(tmp_path / "p"),
+                                                 num_hidden_layers=layers - 1),
+                 lambda: BertClassifier.from_preset(str(tmp_path / "p"), num_classes=2,
+                                                    num_hidden_layers=layers - 1,
+                                                    preprocessor=None)):
+        with pytest.raises(CheckpointError, match=rf"layer_{layers - 1}/.*config says "
+                                                  rf"num_hidden_layers={layers - 1}"):
+            load()
