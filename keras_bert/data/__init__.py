@@ -2,10 +2,13 @@
 
 from keras_bert.data.squad_examples import SquadExample, read_squad_examples
 from keras_bert.data.squad_features import SquadFeatures, convert_examples_to_features
+from keras_bert.data.squad_predictions import SquadPredictions, compute_predictions
 
 __all__ = [
     "SquadExample",
     "SquadFeatures",
+    "SquadPredictions",
+    "compute_predictions",
     "convert_examples_to_features",
     "read_squad_examples",
 ]
