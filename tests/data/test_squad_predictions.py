@@ -261,3 +261,86 @@ def test_bad_settings(tokenizers, made):
     twice = [examples[0], examples[0]]
     with pytest.raises(ValueError, match=r"examples\[1\]: qas_id 'glued-year' is used twice"):
         compute_predictions(twice, features, *logits, tokenizers[True])
+
+
+# ---------------------------------------------------------------------------- known answers
+GOLD = {
+    "glued-year": "1895", "sub-word": "Japanese", "possessive": "Steve Smith",
+    "comma": "1967 Ford Mustang", "long-question": "1895-1943", "danish": "Denmark",
+    "accents": "crème brûlée", "cjk": "北京大学", "cjk-char": "北京", "polish": "Kraków",
+    "minus": "−40 °C", "narrow": "narrow", "long-word": "long words", "tab": "and newlines",
+    # run_squad.get_final_text aligns characters after removing " " only: a word with other
+    # spaces or dropped characters in it comes back whole.
+    "nbsp": "a\u00a0non-breaking", "zero-width": "zero\u200bwidth,",
+    "first": "Henri Dunant", "two-names": "Élie Ducommun and Albert Gobat",
+    "institute": "the Institute of International Law", "last": "New York.",
+    "whole": "Randal Cremer of London. In 1904 the prize went to the Institute",
+    "river": "Brazil, Peru and Colombia",
+}
+
+
+def answer_logits(features):
+    """Logits that point at the training labels: each window's answer, or [CLS]."""
+    start = np.full(features.input_word_ids.shape, -10.0, np.float32)
+    end = start.copy()
+    rows = np.arange(len(features))
+    start[rows, features.start_positions] = 10.0
+    end[rows, features.end_positions] = 10.0
+    return start, end
+
+
+def test_known_answers(tokenizers):
+    with pytest.warns(UserWarning, match="skipped 1 training question"):
+        examples = read_squad_examples(hand_made_squad(), is_training=True)
+    features = convert_examples_to_features(examples, tokenizers[True], is_training=True)
+    result = compute_predictions(examples, features, *answer_logits(features),
+                                 tokenizers[True])
+    assert result.predictions == GOLD
+    assert all(n[0]["probability"] > 0.99 for n in result.nbest.values())
+
+
+def test_known_answers_across_windows(tokenizers):
+    """Windows of 24 tokens, 5 apart: each answer is read from the window that holds it
+    and gives its first token the most context; SQuAD 2.0's null wins where none does."""
+    with pytest.warns(UserWarning, match="skipped 1 training question"):
+        examples = read_squad_examples(hand_made_squad(), is_training=True)
+    features = convert_examples_to_features(examples, tokenizers[True], 24, 5, 8, True)
+    assert len(features) > 3 * len(examples)
+    start, end = answer_logits(features)
+    result = compute_predictions(examples, features, start, end, tokenizers[True],
+                                 max_answer_length=16)
+    v2 = compute_predictions(examples, features, start, end, tokenizers[True],
+                             max_answer_length=16, version_2_with_negative=True)
+    readable = []
+    for example_index, example in enumerate(examples):
+        rows = np.flatnonzero(features.example_index == example_index)
+        holds = [r for r in rows if features.start_positions[r] > 0]
+        assert holds or example.qas_id in ("whole", "long-question")  # longer than a window
+        if any(features.token_is_max_context[r, features.start_positions[r]] for r in holds):
+            readable.append(example.qas_id)
+            assert result.predictions[example.qas_id] == GOLD[example.qas_id]
+            assert v2.predictions[example.qas_id] == GOLD[example.qas_id]
+            assert v2.null_odds[example.qas_id] == -40.0  # null -10 - 10, answer 10 + 10
+    assert len(readable) > len(examples) // 2
+    assert set(readable) != set(GOLD)
+
+
+def test_ties_go_to_the_first_window():
+    from keras_bert.data import SquadExample
+    from keras_bert.data.squad_examples import split_words
+    from keras_bert.text import BertTokenizer
+
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c",
+                               "d", "e", "?"])
+    words, offsets = split_words("b c d e")
+    example = SquadExample("q", "a?", "b c d e", words, offsets)
+    features = convert_examples_to_features([example], tokenizer, 7, 1, 2)
+    assert [features.tokens(i)[4:6] for i in range(3)] == [["b", "c"], ["c", "d"], ["d", "e"]]
+    start = np.zeros((3, 7), np.float32)
+    end = np.zeros((3, 7), np.float32)
+    start[0, 4] = end[0, 4] = 5.0  # "b" in window 0: 10
+    start[2, 5] = end[2, 5] = 5.0  # "e" in window 2: 10
+    result = compute_predictions([example], features, start, end, tokenizer)
+    assert result.predictions == {"q": "b"}
+    assert [e["text"] for e in result.nbest["q"][:2]] == ["b", "e"]
+    assert result.nbest["q"][0]["probability"] == result.nbest["q"][1]["probability"]
