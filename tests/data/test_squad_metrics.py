@@ -125,6 +125,13 @@ def test_evaluate_v2_with_na_probs_and_best_threshold():
     assert low["exact"] == pytest.approx(100 * 2 / 6)
 
 
+def test_v2_gold_answers_that_normalize_to_nothing_are_dropped():
+    data = {"data": [{"paragraphs": [{"context": "...", "qas": [
+        {"id": "q", "question": "?", "answers": [{"text": "The"}, {"text": "Paris"}]}]}]}]}
+    assert evaluate_v2(data, {"q": ""})["exact"] == 0.0  # "The" is no gold answer
+    assert evaluate_v2(data, {"q": "paris"})["exact"] == 100.0
+
+
 def test_end_to_end_known_answers(tokenizers):
     """Logits at the labelled answers -> the gold answers -> EM / F1 (SQuAD 1.1).
 
