@@ -101,7 +101,7 @@ class SquadFeatures:
     def tokens(self, index):
         """Feature `index` as WordPiece strings, padding left out."""
         length = int(self.input_mask[index].sum())
-        return [self.vocabulary[i] for i in self.input_word_ids[index, :length]]
+        return [self.vocabulary[i] for i in self.input_word_ids[index, :length].tolist()]
 
     def to_dataset(self):
         """A `tf.data.Dataset` of single features: (inputs, labels) pairs, or inputs alone.

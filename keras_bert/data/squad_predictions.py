@@ -160,18 +160,12 @@ def _candidates(features, index, start_logits, end_logits, n_best_size, max_answ
     ]
 
 
-def _strip_spaces(text):
-    """Text without spaces, and for each of its characters the position in `text`."""
-    positions = [i for i, c in enumerate(text) if c != " "]
-    return "".join(text[i] for i in positions), positions
-
-
 def get_final_text(pred_text, orig_text, orig_words):
     """Projects the predicted WordPiece text back onto the paragraph's own characters.
 
     `orig_words` is BERT's basic tokenization of `orig_text`. The two are aligned character
-    by character after removing spaces; when that fails, `orig_text` comes back whole
-    (run_squad.get_final_text).
+    by character after removing spaces (" " only); when their lengths then differ, or
+    `pred_text` is not in the words, `orig_text` comes back whole (run_squad.get_final_text).
 
     >>> get_final_text("steve smith", "Steve Smith's", ["steve", "smith", "'", "s"])
     'Steve Smith'
@@ -180,17 +174,16 @@ def get_final_text(pred_text, orig_text, orig_words):
     """
     tok_text = " ".join(orig_words)
     start = tok_text.find(pred_text)
-    if start == -1:
-        return orig_text
     end = start + len(pred_text) - 1
-    orig_ns_text, orig_positions = _strip_spaces(orig_text)
-    tok_ns_text, tok_positions = _strip_spaces(tok_text)
-    if len(orig_ns_text) != len(tok_ns_text):
+    if start == -1 or len(orig_text.replace(" ", "")) != len(tok_text.replace(" ", "")):
         return orig_text
-    tok_to_ns = {position: i for i, position in enumerate(tok_positions)}
-    if start not in tok_to_ns or end not in tok_to_ns:
-        return orig_text
-    return orig_text[orig_positions[tok_to_ns[start]] : orig_positions[tok_to_ns[end]] + 1]
+    if end < start or tok_text[start] == " " or tok_text[end] == " ":
+        return orig_text  # an end that is no character of the words
+    # Character k without spaces: in tok_text at k + (spaces before it), likewise in orig_text.
+    ns_start = start - tok_text.count(" ", 0, start)
+    ns_end = end - tok_text.count(" ", 0, end)
+    orig_positions = [i for i, c in enumerate(orig_text) if c != " "]
+    return orig_text[orig_positions[ns_start] : orig_positions[ns_end] + 1]
 
 
 def _softmax(scores):
@@ -231,15 +224,17 @@ def _nbest(example, features, feature_indexes, logits, settings, words_of):
     if version_2:
         candidates.append(null)
     candidates.sort(key=lambda c: c.start_logit + c.end_logit, reverse=True)  # stable
-    nbest, seen = [], set()
+    nbest, seen, tokens = [], set(), {}
     for candidate in candidates:
         if len(nbest) >= n_best_size:
             break
         text = ""
         if candidate.start_index > 0:  # not the null answer
             index = feature_indexes[candidate.feature_index]
-            text = _span_text(features, features.tokens(index), candidate._replace(
-                feature_index=index), example, words_of)
+            if index not in tokens:
+                tokens[index] = features.tokens(index)
+            text = _span_text(features, tokens[index], candidate._replace(feature_index=index),
+                              example, words_of)
             if text in seen:
                 continue
         seen.add(text)

@@ -10,8 +10,10 @@ import tensorflow as tf
 from keras_bert.text import BertTokenizer
 
 _CHUNK = 32768  # strings per TensorFlow call
-# get_final_text uses BERT's BasicTokenizer, which never turns a long word into [UNK].
+# get_final_text uses BERT's BasicTokenizer, which never turns a long word into [UNK] as
+# BertTokenizer.words does.
 _NO_WORD_LIMIT = 2**20
+_UNK = "[UNK]"
 
 
 def check_tokenizer(tokenizer):
@@ -69,17 +71,27 @@ def basic_words(tokenizer, texts):
     """Strings -> {string: [words]}: BERT's BasicTokenizer with the tokenizer's casing.
 
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    >>> basic_words(BertTokenizer(vocab), ["Steve Smith's", "Ça"])
+    >>> basic_words(BertTokenizer(vocab, max_chars_per_word=5), ["Steve Smith's", "Ça"])
     {"Steve Smith's": ['steve', 'smith', "'", 's'], 'Ça': ['ca']}
     """
     check_tokenizer(tokenizer)
-    basic = BertTokenizer(
-        tokenizer.vocabulary,
-        do_lower_case=tokenizer.do_lower_case,
-        max_chars_per_word=_NO_WORD_LIMIT,
-    )
+    out = _words(tokenizer, texts)
+    # `words` turns a word over max_chars_per_word into [UNK] (text never gives that word:
+    # "[" and "]" split off); BasicTokenizer keeps it. Those few texts go again, unlimited.
+    long_words = [text for text, words in out.items() if _UNK in words]
+    if long_words:
+        unlimited = BertTokenizer(
+            tokenizer.vocabulary,
+            do_lower_case=tokenizer.do_lower_case,
+            max_chars_per_word=_NO_WORD_LIMIT,
+        )
+        out.update(_words(unlimited, long_words))
+    return out
+
+
+def _words(tokenizer, texts):
     out = {}
     for chunk in _chunks(texts):
-        rows = _rows(basic.words(_encode(chunk)))
+        rows = _rows(tokenizer.words(_encode(chunk)))
         out.update((text, [w.decode("utf-8") for w in row]) for text, row in zip(chunk, rows))
     return out

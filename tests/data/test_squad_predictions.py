@@ -176,7 +176,8 @@ def test_final_text_as_run_squad(google_squad, tokenizers, wiki_lines, lower):
     run_squad = google_squad.run_squad
     tokenization = google_squad.tokenization
     texts = [line for line in wiki_lines[:300]] + [
-        "Steve Smith's", "(1895-1943).", "Ærøskøbing,", "北京大学", "crème\u00a0brûlée", "ÉCOLE"]
+        "Steve Smith's", "(1895-1943).", "Ærøskøbing,", "北京大学", "crème\u00a0brûlée", "ÉCOLE",
+        "a " + "Ü" * 250 + "! b"]  # BasicTokenizer keeps long words whole
     words_of = basic_words(tokenizers[lower], [w for t in texts for w in t.split()])
     for text in texts:
         words = text.split()[:12]
