@@ -141,9 +141,12 @@ def _answer_span(qa, context, char_to_word_offset, where):
     answers = qa.get("answers")
     if not isinstance(answers, list) or len(answers) != 1:
         count = len(answers) if isinstance(answers, list) else "no"
+        hint = ""
+        if qa.get("is_impossible") is True:
+            hint = "; it is SQuAD 2.0 (is_impossible): pass version_2_with_negative=True"
         raise ValueError(
             f"{where}: for training, each answerable question needs exactly 1 answer in "
-            f"'answers', got {count}"
+            f"'answers', got {count}{hint}"
         )
     text = _field(answers[0], "text", str, f"{where} answers[0]")
     start = _field(answers[0], "answer_start", int, f"{where} answers[0]")

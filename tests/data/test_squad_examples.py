@@ -137,6 +137,14 @@ def test_bad_entries_name_file_and_entry(tmp_path, qas, context, version_2, matc
         read_squad_examples(path, is_training=True, version_2_with_negative=version_2)
 
 
+def test_squad_2_read_as_1_says_so():
+    with pytest.raises(ValueError, match=r"\(id 'impossible-3'\): for training, each answerable "
+                                         r"question needs exactly 1 answer in 'answers', got 0; "
+                                         r"it is SQuAD 2.0 \(is_impossible\): pass "
+                                         r"version_2_with_negative=True"):
+        read_squad_examples(hand_made_squad(version_2=True), is_training=True)
+
+
 def test_bad_structure_names_entry():
     with pytest.raises(ValueError, match=r"the SQuAD dict: data\[0\] has no 'paragraphs'"):
         read_squad_examples({"data": [{"title": "t"}]}, is_training=False)
