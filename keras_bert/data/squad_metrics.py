@@ -169,7 +169,9 @@ def _na_probs(na_probs, predictions):
     if isinstance(na_probs, SquadPredictions):
         na_probs = na_probs.null_odds
     if not isinstance(na_probs, collections.abc.Mapping):
-        raise TypeError(f"na_probs must be a {{qas_id: number}} mapping, got {type(na_probs).__name__}")
+        raise TypeError(
+            f"na_probs must be a {{qas_id: number}} mapping, got {type(na_probs).__name__}"
+        )
     for qas_id, value in na_probs.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             raise ValueError(f"na_probs[{qas_id!r}] must be a number, got {value!r}")

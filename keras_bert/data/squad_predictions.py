@@ -155,8 +155,8 @@ def _candidates(features, index, start_logits, end_logits, n_best_size, max_answ
         & (ends[None, :] - starts[:, None] + 1 <= max_answer_length)
     )  # [n, n]
     return [
-        _Candidate(index, int(s), int(e), float(start_logits[index, s]), float(end_logits[index, e]))
-        for s, e in zip(*(a[valid] for a in np.meshgrid(starts, ends, indexing="ij")))
+        _Candidate(index, s, e, float(start_logits[index, s]), float(end_logits[index, e]))
+        for s, e in zip(*(a[valid].tolist() for a in np.meshgrid(starts, ends, indexing="ij")))
     ]
 
 
@@ -213,14 +213,14 @@ def _nbest(example, features, feature_indexes, logits, settings, words_of):
     n_best_size, max_answer_length, version_2 = settings
     candidates = []
     score_null, null = 1000000, _Candidate(0, 0, 0, 0, 0)  # run_squad.py's starting values
-    for k, index in enumerate(feature_indexes):
+    for index in feature_indexes:
         if version_2:
-            feature_null = float(start_logits[index, 0]) + float(end_logits[index, 0])
-            if feature_null < score_null:
-                score_null = feature_null
-                null = _Candidate(k, 0, 0, float(start_logits[index, 0]), float(end_logits[index, 0]))
-        candidates += [c._replace(feature_index=k) for c in _candidates(
-            features, index, start_logits, end_logits, n_best_size, max_answer_length)]
+            null_start, null_end = float(start_logits[index, 0]), float(end_logits[index, 0])
+            if null_start + null_end < score_null:
+                score_null = null_start + null_end
+                null = _Candidate(index, 0, 0, null_start, null_end)
+        candidates += _candidates(
+            features, index, start_logits, end_logits, n_best_size, max_answer_length)
     if version_2:
         candidates.append(null)
     candidates.sort(key=lambda c: c.start_logit + c.end_logit, reverse=True)  # stable
@@ -230,11 +230,10 @@ def _nbest(example, features, feature_indexes, logits, settings, words_of):
             break
         text = ""
         if candidate.start_index > 0:  # not the null answer
-            index = feature_indexes[candidate.feature_index]
+            index = candidate.feature_index
             if index not in tokens:
                 tokens[index] = features.tokens(index)
-            text = _span_text(features, tokens[index], candidate._replace(feature_index=index),
-                              example, words_of)
+            text = _span_text(features, tokens[index], candidate, example, words_of)
             if text in seen:
                 continue
         seen.add(text)
@@ -320,6 +319,7 @@ def compute_predictions(
         nbest, score_null = _nbest(example, features, features_of[example_index], logits,
                                    settings, words_of)
         if not nbest:
+            unanswered.append(example.qas_id)
             nbest.append(_Entry("empty", 0.0, 0.0))  # run_squad.py's placeholder
         probabilities = _softmax([e.start_logit + e.end_logit for e in nbest])
         result.nbest[example.qas_id] = [
@@ -330,8 +330,6 @@ def compute_predictions(
         best = next((e for e in nbest if e.text), None)
         if not version_2_with_negative:
             result.predictions[example.qas_id] = nbest[0].text
-            if nbest[0].text == "empty" and nbest[0].start_logit == 0.0 and len(nbest) == 1:
-                unanswered.append(example.qas_id)
         elif best is None:
             unanswered.append(example.qas_id)
             result.null_odds[example.qas_id] = math.inf
@@ -344,7 +342,8 @@ def compute_predictions(
         warnings.warn(
             f"{len(unanswered)} question(s) had no valid answer span among the n_best_size="
             f"{n_best_size} best starts and ends (e.g. {unanswered[0]!r}); they are answered "
-            + ('"" (null odds inf)' if version_2_with_negative else '"empty", as run_squad.py does'),
+            + ('"" (null odds inf)' if version_2_with_negative
+               else '"empty", as run_squad.py does'),
             stacklevel=2,
         )
     return result

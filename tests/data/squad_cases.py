@@ -40,7 +40,8 @@ def wiki_squad(lines, num_paragraphs, seed=0, impossible_every=0):
     count = 0
     for p in range(num_paragraphs):
         context = " ".join(lines[3 * p : 3 * p + 3])
-        starts = [i for i, c in enumerate(context) if c != " " and (i == 0 or context[i - 1] == " ")]
+        starts = [i for i, c in enumerate(context)
+                  if c != " " and (i == 0 or context[i - 1] == " ")]
         qas = []
         for q in range(2):
             first = rng.randrange(len(starts))
