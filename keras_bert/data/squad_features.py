@@ -6,6 +6,7 @@ each span becomes one feature `[CLS] question [SEP] span [SEP]`, padded with 0 t
 distinct words of all paragraphs at once instead of once per word.
 """
 
+import collections
 import dataclasses
 
 import numpy as np
@@ -15,6 +16,13 @@ from keras_bert.data import squad_text
 from keras_bert.data.squad_examples import SquadExample
 
 UNIQUE_ID_START = 1000000000  # run_squad.py numbers its features from here
+
+# One feature to be: its example, which span of the paragraph, and what fills it. `answer` is
+# the answer's (first, last) WordPiece in the paragraph, (-1, -1) when there is none.
+_Window = collections.namedtuple(
+    "_Window", ["example_index", "span_index", "start", "length", "query", "paragraph",
+                "best_span", "answer"]
+)
 
 
 @dataclasses.dataclass(eq=False, repr=False)
@@ -281,8 +289,10 @@ def convert_examples_to_features(
             answer = _answer_tokens_span(example, paragraph, answer_tokens)
         spans = _doc_spans(len(paragraph.ids), max_seq_length - len(query) - 3, doc_stride)
         best_span = _max_context_span(spans, len(paragraph.ids))
-        for span_index, span in enumerate(spans):
-            windows.append((example_index, span_index, span, query, paragraph, best_span, answer))
+        windows += [
+            _Window(example_index, span_index, start, length, query, paragraph, best_span, answer)
+            for span_index, (start, length) in enumerate(spans)
+        ]
     return _fill(windows, examples, tokenizer, max_seq_length, is_training)
 
 
@@ -301,29 +311,28 @@ def _fill(windows, examples, tokenizer, max_seq_length, is_training):
     starts = np.zeros(n, np.int32)
     ends = np.zeros(n, np.int32)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    for row, (example_index, span_index, span, query, paragraph, best, answer) in enumerate(
-        windows
-    ):
-        start, length = span
-        doc = slice(len(query) + 2, len(query) + 2 + length)  # the span's positions
-        tokens = [cls, *query, sep, *paragraph.ids[start : start + length], sep]
+    for row, w in enumerate(windows):
+        span = slice(w.start, w.start + w.length)  # in the paragraph
+        doc = slice(len(w.query) + 2, len(w.query) + 2 + w.length)  # in the window
+        tokens = [cls, *w.query, sep, *w.paragraph.ids[span], sep]
         ids[row, : len(tokens)] = tokens
         mask[row, : len(tokens)] = 1
         type_ids[row, doc.start : len(tokens)] = 1
-        to_orig[row, doc] = paragraph.tok_to_orig_index[start : start + length]
-        max_context[row, doc] = best[start : start + length] == span_index
-        if answer[0] >= start and answer[1] <= start + length - 1 and answer[0] >= 0:
-            starts[row] = answer[0] - start + doc.start
-            ends[row] = answer[1] - start + doc.start
+        to_orig[row, doc] = w.paragraph.tok_to_orig_index[span]
+        max_context[row, doc] = w.best_span[span] == w.span_index
+        first, last = w.answer
+        if first >= 0 and first >= w.start and last <= w.start + w.length - 1:
+            starts[row] = first - w.start + doc.start  # else 0: [CLS], as run_squad.py
+            ends[row] = last - w.start + doc.start
     return SquadFeatures(
         input_word_ids=ids,
         input_mask=mask,
         input_type_ids=type_ids,
         start_positions=starts if is_training else None,
         end_positions=ends if is_training else None,
-        is_impossible=np.array([bool(examples[w[0]].is_impossible) for w in windows], bool),
-        example_index=np.array([w[0] for w in windows], np.int32),
-        doc_span_index=np.array([w[1] for w in windows], np.int32),
+        is_impossible=np.array([examples[w.example_index].is_impossible for w in windows], bool),
+        example_index=np.array([w.example_index for w in windows], np.int32),
+        doc_span_index=np.array([w.span_index for w in windows], np.int32),
         token_to_orig_map=to_orig,
         token_is_max_context=max_context,
         vocabulary=tokenizer.vocabulary,
