@@ -1,1 +1,48 @@
-"""Data: fine-tuning data sets and input pipelines."""
+"""Fine-tuning data: example files (TSV/CSV/JSONL), TFDS tasks, the movie-review demo set,
+SQuAD reading, windowing, post-processing and the official metrics."""
+
+from keras_bert.data import movie_reviews, tfds_tasks
+from keras_bert.data.files import (
+    DataFileError,
+    Examples,
+    read_choice_examples,
+    read_examples,
+    read_tagging_examples,
+)
+from keras_bert.data.sources import load_splits
+from keras_bert.data.squad_examples import SquadExample, read_squad_examples
+from keras_bert.data.squad_features import SquadFeatures, convert_examples_to_features
+from keras_bert.data.squad_metrics import (
+    compute_exact,
+    compute_f1,
+    evaluate_v1,
+    evaluate_v2,
+    exact_match_score,
+    f1_score,
+    normalize_answer,
+)
+from keras_bert.data.squad_predictions import SquadPredictions, compute_predictions
+
+__all__ = [
+    "DataFileError",
+    "Examples",
+    "load_splits",
+    "movie_reviews",
+    "read_choice_examples",
+    "read_examples",
+    "read_tagging_examples",
+    "tfds_tasks",
+    "SquadExample",
+    "SquadFeatures",
+    "SquadPredictions",
+    "compute_exact",
+    "compute_f1",
+    "compute_predictions",
+    "convert_examples_to_features",
+    "evaluate_v1",
+    "evaluate_v2",
+    "exact_match_score",
+    "f1_score",
+    "normalize_answer",
+    "read_squad_examples",
+]
