@@ -7,7 +7,6 @@ import tensorflow as tf
 
 from keras_bert.layers import activations
 from keras_bert.layers.arguments import check_layer_kwargs
-from keras_bert.layers.layer_norm import layer_norm_float32
 
 # Added to attention scores of padding positions, as in Google's modeling.py.
 _MASK_BIAS = -10000.0
@@ -24,13 +23,12 @@ class TransformerBlock(keras.layers.Layer):
     matmuls run in the compute dtype (bfloat16 or float16) while softmax, the residual sums
     and LayerNorm stay in float32; the output has the compute dtype.
 
-    For speed the block does not call its Dense/LayerNormalization sublayers (they only hold
-    the weights, so names and ``canonical_variables()`` are unchanged): every projection is a
-    2-D ``MatMul`` + ``BiasAdd`` over all ``batch * seq`` tokens, which TensorFlow's oneDNN
-    rewrite fuses with the GELU of the intermediate layer and with the residual sums; the
-    attention scores are written as ``matmul * scale + mask_bias``, which it fuses into one
-    batched matmul in float32. No weight is copied or rescaled per call, which matters for
-    small batches. The numbers are those of the plain formulation to float32 round-off.
+    The block calls its Dense and LayerNormalization sublayers, so Keras features that act on
+    them (``enable_lora``, ``quantize``) change what it computes; their names and
+    ``canonical_variables()`` are Google's. For speed every projection runs as a 2-D matmul
+    over all ``batch * seq`` tokens (TensorFlow's oneDNN rewrite fuses the matmul with its
+    bias and with the GELU of the intermediate layer), and the attention scores are written
+    as ``matmul * scale + mask_bias``, which it fuses into one batched matmul in float32.
 
     Example:
 
@@ -91,7 +89,8 @@ class TransformerBlock(keras.layers.Layer):
         self.value = dense(hidden_size, "value")
         self.attention_output = dense(hidden_size, "attention_output")
         self.attention_layer_norm = layer_norm("attention_layer_norm")
-        # The activation is applied in call(); the Dense layer only holds the weights.
+        # The activation (by `BertConfig.hidden_act` name) is applied in call(), right after
+        # the intermediate Dense: the same ops as Dense(activation=...), one name table.
         self._activation = activations.get(hidden_act)
         self.intermediate = dense(intermediate_size, "intermediate")
         self.output_dense = dense(hidden_size, "output")
@@ -115,19 +114,6 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         super().build(input_shape)
 
-    # The forward pass below uses the sublayers' variables directly instead of calling the
-    # sublayers: it runs every projection as one 2-D matmul over all tokens, computes query,
-    # key and value with a single matmul, and keeps LayerNorm and softmax in float32. The math
-    # is exactly that of the layers it replaces (tests/layers compare it to a plain version).
-
-    def _weight(self, variable):
-        """A variable's value in the compute dtype (bfloat16/float16 under mixed precision)."""
-        return tf.cast(variable, self.compute_dtype)
-
-    def _projection(self, x, dense):
-        # [tokens, in] -> [tokens, out]
-        return tf.nn.bias_add(tf.matmul(x, self._weight(dense.kernel)), self._weight(dense.bias))
-
     def _heads(self, x, batch, seq):
         # [batch * seq, hidden] -> [batch, heads, seq, head_size]
         x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
@@ -135,9 +121,9 @@ class TransformerBlock(keras.layers.Layer):
 
     def _self_attention(self, x, input_mask, batch, seq, training):
         # x: [batch * seq, hidden] -> context [batch * seq, hidden]
-        q = self._heads(self._projection(x, self.query), batch, seq)
-        k = self._heads(self._projection(x, self.key), batch, seq)
-        v = self._heads(self._projection(x, self.value), batch, seq)
+        q = self._heads(self.query(x), batch, seq)
+        k = self._heads(self.key(x), batch, seq)
+        v = self._heads(self.value(x), batch, seq)
         # input_mask [batch, seq] -> additive bias [batch, 1, 1, seq], in float32.
         mask_bias = (1.0 - tf.cast(input_mask, tf.float32)) * _MASK_BIAS
         scale = 1.0 / math.sqrt(self.head_size)
@@ -161,21 +147,16 @@ class TransformerBlock(keras.layers.Layer):
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         x = tf.reshape(tf.cast(x, self.compute_dtype), [batch * seq, self.hidden_size])
         context = self._self_attention(x, input_mask, batch, seq, training)
-        attention = self._projection(context, self.attention_output)
+        attention = self.attention_output(context)  # [batch * seq, hidden]
         attention = self.attention_output_dropout(attention, training=training)
-        # Residual sums and LayerNorm in float32; [batch * seq, hidden].
-        x = layer_norm_float32(
-            tf.cast(x, tf.float32) + tf.cast(attention, tf.float32), self.attention_layer_norm
-        )
-        x = tf.cast(x, self.compute_dtype)
-        hidden = self._projection(x, self.intermediate)  # [batch * seq, intermediate]
+        # Residual sums in float32; LayerNormalization computes in float32 for float32 input
+        # and returns the compute dtype.
+        x = self.attention_layer_norm(tf.cast(x, tf.float32) + tf.cast(attention, tf.float32))
+        hidden = self.intermediate(x)  # [batch * seq, intermediate]
         if self._activation is not None:
             hidden = self._activation(hidden)
-        ffn = self.output_dropout(self._projection(hidden, self.output_dense), training=training)
-        y = layer_norm_float32(
-            tf.cast(x, tf.float32) + tf.cast(ffn, tf.float32), self.output_layer_norm
-        )
-        y = tf.cast(y, self.compute_dtype)
+        ffn = self.output_dropout(self.output_dense(hidden), training=training)
+        y = self.output_layer_norm(tf.cast(x, tf.float32) + tf.cast(ffn, tf.float32))
         return tf.reshape(y, [batch, seq, self.hidden_size])
 
     def compute_output_shape(self, input_shape):
@@ -193,7 +174,9 @@ class TransformerBlock(keras.layers.Layer):
         }
         out = {}
         for prefix, layer in named.items():
-            out[f"{prefix}/kernel"] = layer.kernel
+            # The kernel variable itself: with LoRA enabled `layer.kernel` is the merged
+            # tensor (kernel + a @ b), which a checkpoint cannot be assigned to.
+            out[f"{prefix}/kernel"] = layer._kernel
             out[f"{prefix}/bias"] = layer.bias
         for prefix, norm in (
             ("attention/output/LayerNorm", self.attention_layer_norm),

@@ -108,3 +108,51 @@ def test_keras_round_trip(tmp_path):
     loaded = keras.models.load_model(path)
     assert loaded.get_layer("block").get_config() == model.get_layer("block").get_config()
     np.testing.assert_array_equal(loaded([xs, mask]).numpy(), model([xs, mask]).numpy())
+
+
+def test_lora_on_the_dense_sublayers_changes_the_output():
+    # The block calls its Dense sublayers, so LoRA enabled on them takes part in the forward
+    # pass: with B = 0 nothing changes, with B set the output is that of the merged kernels.
+    block = TransformerBlock(32, 4, 64)
+    x, mask = _inputs()
+    block((x, mask))
+    ref.randomize(block)
+    before = block((x, mask)).numpy()
+    dense = [block.query, block.key, block.value, block.attention_output, block.intermediate,
+             block.output_dense]
+    for layer in dense:
+        layer.enable_lora(rank=2)
+    np.testing.assert_array_equal(block((x, mask)).numpy(), before)
+    rng = np.random.default_rng(3)
+    for layer in dense:
+        layer.lora_kernel_b.assign(rng.normal(size=layer.lora_kernel_b.shape) * 0.05)
+    fn = tf.function(lambda x, m: block((x, m)), jit_compile=False)
+    after = fn(x, mask).numpy()
+    assert np.abs(after - before).max() > 1e-3
+    merged = {name: var.numpy() for name, var in block.canonical_variables().items()}
+    for layer, prefix in zip(dense, ["attention/self/query", "attention/self/key",
+                                     "attention/self/value", "attention/output/dense",
+                                     "intermediate/dense", "output/dense"]):
+        merged[f"{prefix}/kernel"] = keras.ops.convert_to_numpy(layer.kernel)  # W + a @ b
+    np.testing.assert_allclose(after, ref.transformer_block(merged, x, mask, 4), atol=1e-5)
+    # LoRA trains only its own factors.
+    trainable = {v.path.split("/")[-1] for v in block.trainable_variables}
+    assert trainable == {"lora_kernel_a", "lora_kernel_b", "bias", "gamma", "beta"}
+    # The checkpoint names still lead to the base kernels (variables, not the merged tensors).
+    for name, var in block.canonical_variables().items():
+        assert isinstance(var, keras.Variable), name
+
+
+def test_int8_quantization_reaches_the_dense_sublayers():
+    x_in = keras.Input((None, 32))
+    m_in = keras.Input((None,), dtype="int32")
+    model = keras.Model([x_in, m_in], TransformerBlock(32, 4, 64, name="block")((x_in, m_in)))
+    block = model.get_layer("block")
+    ref.randomize(block)
+    x, mask = _inputs()
+    before = model([x, mask]).numpy()
+    model.quantize("int8")
+    assert block.query.kernel.dtype == "int8"
+    after = model([x, mask]).numpy()
+    # int8 weights: close to, but not the same as, the float32 block.
+    assert 0 < np.abs(after - before).max() < 0.1
