@@ -21,7 +21,8 @@ class MaskedLMHead(keras.layers.Layer):
     Args:
         vocab_size, hidden_size: sizes of the decoder.
         hidden_act: the transform's activation (`BertConfig.hidden_act`).
-        embeddings: the encoder's `BertEmbeddings` layer: the decoder is tied to its
+        embeddings: the layer holding the encoder's word-embedding table,
+            ``encoder.token_embedding`` (a `BertEmbeddings`): the decoder is tied to its
             ``word_embeddings`` (as in BERT). Without it the head holds its own decoder of
             the same shape (a layer rebuilt from ``get_config`` alone is untied).
         layer_norm_eps, initializer_range: as in `BertConfig`.

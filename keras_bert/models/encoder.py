@@ -187,6 +187,18 @@ class BertEncoder(PresetMixin, keras.Model):
         return dict(zip(INPUT_NAMES, tensors))
 
     # ------------------------------------------------------------ weights
+    @property
+    def token_embedding(self):
+        """The layer that holds the word-embedding table (`BertEmbeddings`), under
+        keras-hub's name: heads that tie to the word embeddings take it (``MaskedLMHead``)."""
+        return self.embeddings
+
+    @property
+    def word_embeddings(self):
+        """The word-embedding table, ``[vocab_size, hidden_size]`` (a variable), that
+        ``bert/embeddings/word_embeddings`` loads into and tied decoders read."""
+        return self.embeddings.word_embeddings
+
     def canonical_variables(self):
         """Every weight by its variable name in Google's original BERT checkpoints."""
         out = {}

@@ -28,7 +28,7 @@ def _mlm_graph(encoder):
         vocab_size=config.vocab_size,
         hidden_size=config.hidden_size,
         hidden_act=config.hidden_act,
-        embeddings=encoder.embeddings,
+        embeddings=encoder.token_embedding,  # the decoder is tied to its word embeddings
         layer_norm_eps=config.layer_norm_eps,
         initializer_range=config.initializer_range,
         dtype=encoder.dtype_policy,

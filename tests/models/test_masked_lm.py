@@ -15,7 +15,10 @@ TEXTS = ["the cat sat", "the dog ran", "paris is red", "london is blue"] * 4
 
 def test_decoder_is_tied_to_the_word_embeddings():
     model = BertMaskedLM(tiny_encoder())
-    table = model.encoder.embeddings.word_embeddings
+    table = model.encoder.word_embeddings  # the encoder's accessor for heads that tie to it
+    assert table is model.encoder.token_embedding.word_embeddings
+    assert tuple(table.shape) == (len(VOCAB), model.encoder.bert_config.hidden_size)
+    assert model.mlm_head.embeddings is model.encoder.token_embedding
     assert model.mlm_head.decoder_table is table
     ids = {id(v) for v in model.trainable_variables}
     assert len(ids) == len(model.trainable_variables)  # the shared table counted once
@@ -39,7 +42,7 @@ def test_logits_only_at_masked_positions_and_match_a_reference():
     mean, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
     h = (h - mean) / np.sqrt(var + 1e-12) * head.layer_norm.gamma.numpy() + \
         head.layer_norm.beta.numpy()
-    want = h @ model.encoder.embeddings.word_embeddings.numpy().T + head.output_bias.numpy()
+    want = h @ model.encoder.word_embeddings.numpy().T + head.output_bias.numpy()
     np.testing.assert_allclose(logits, want, atol=1e-4)
 
 
@@ -61,7 +64,7 @@ def test_masked_lm_fits_raw_text_with_dynamic_masks(tmp_path):
     x = {k: v.numpy() for k, v in x1.items()}
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
                                atol=1e-6)
-    assert loaded.mlm_head.decoder_table is loaded.encoder.embeddings.word_embeddings
+    assert loaded.mlm_head.decoder_table is loaded.encoder.word_embeddings
 
 
 def test_pretrainer_outputs_losses_and_round_trip(tmp_path):
