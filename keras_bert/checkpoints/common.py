@@ -22,8 +22,6 @@ import os
 import re
 import shutil
 
-import numpy as np
-
 from keras_bert.checkpoints import tempdirs
 from keras_bert.text.vocab import load_vocabulary
 
@@ -177,11 +175,6 @@ def check_shapes(shapes, config, source, unexplained=()):
                 f"{source}: variable {name} has shape {tuple(shape)} but the config expects "
                 f"{tuple(want)}{hint}."
             )
-
-
-def check_weights(weights, config, source):
-    """`check_shapes` on a dict of arrays."""
-    check_shapes({k: np.shape(v) for k, v in weights.items()}, config, source)
 
 
 def check_vocab(vocab_path, config, source=None):

@@ -8,7 +8,6 @@ understood, and so are the old LayerNorm names ``gamma``/``beta``. Dense weights
 torch as ``[out, in]`` and transposed to Google's ``[in, out]``.
 """
 
-import json
 import os
 import re
 

@@ -40,40 +40,6 @@ CJK_RANGES = (
 )
 
 
-def is_removed_char(char):
-    """The reference's `_clean_text` drops these: NUL, U+FFFD and `_is_control` characters."""
-    cp = ord(char)
-    if cp == 0 or cp == 0xFFFD:
-        return True
-    if char in "\t\n\r":
-        return False
-    return unicodedata.category(char) in ("Cc", "Cf")
-
-
-def is_whitespace_char(char):
-    """Splits words: the reference's `_is_whitespace`, plus what `str.split()` splits on."""
-    if char in " \t\n\r" or unicodedata.category(char) == "Zs":
-        return True
-    return char.isspace() and not is_removed_char(char)
-
-
-def is_punctuation_char(char):
-    """The reference's `_is_punctuation`: ASCII non-alphanumerics and Unicode category P*."""
-    cp = ord(char)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
-def is_cjk_char(char):
-    cp = ord(char)
-    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
-
-
-def is_nonspacing_mark(char):
-    return unicodedata.category(char) == "Mn"
-
-
 def _ranges_from_flags(flags):
     """Sorted (first, last) code point ranges where `flags[cp]` is true."""
     ranges, start = [], None
@@ -84,14 +50,6 @@ def _ranges_from_flags(flags):
             ranges.append((start, cp - 1))
             start = None
     return tuple(ranges)
-
-
-@tf.autograph.experimental.do_not_convert
-def _ranges(predicate):
-    """All code points where `predicate(chr(cp))` holds, as sorted (first, last) ranges."""
-    return _ranges_from_flags(
-        not (0xD800 <= cp <= 0xDFFF) and predicate(chr(cp)) for cp in range(sys.maxunicode + 1)
-    )
 
 
 def _re2_class(ranges):
@@ -114,7 +72,11 @@ def patterns():
         if 0xD800 <= cp <= 0xDFFF:
             continue
         char = chr(cp)
-        # The same tests as the is_*_char functions above, sharing one category look-up.
+        # The reference's tests, sharing one category look-up per code point: `_clean_text`
+        # drops NUL, U+FFFD and `_is_control` characters (Cc, Cf but tab, newline, return);
+        # `_is_whitespace` (plus what `str.split()` splits on) separates words;
+        # `_is_punctuation` (ASCII non-alphanumerics, category P*) and `_is_chinese_char`
+        # are split off; NFD's non-spacing marks (Mn) are the accents dropped.
         category = unicodedata.category(char)
         removed[cp] = cp in (0, 0xFFFD) or (
             category in ("Cc", "Cf") and char not in "\t\n\r"
