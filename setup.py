@@ -2,8 +2,17 @@
 
 The distribution is called ``keras-bert-zoo``: ``keras-bert`` on PyPI is an unrelated 2022
 project that also imports as ``keras_bert`` (do not install both). The pins live in
-``requirements.txt`` (runtime) and ``requirements-test.txt`` (test extras) so that pip, the
-Makefile and readers see one list.
+requirements files so that pip, the Makefile and readers see one list:
+
+=================  ==============================  ==========================================
+extra              file                            for
+=================  ==============================  ==========================================
+(none)             ``requirements.txt``            the runtime (Hugging Face safetensors too)
+``[hf]``           ``requirements-hf.txt``         ``pytorch_model.bin`` checkpoints (torch)
+``[keras_hub]``    ``requirements-keras-hub.txt``  reading keras-hub presets
+``[serve]``        ``requirements-serve.txt``      TF Serving's gRPC client API
+``[test]``         ``requirements-test.txt``       the tests (includes ``[hf]`` and ``[keras_hub]``)
+=================  ==============================  ==========================================
 """
 
 import pathlib
@@ -15,11 +24,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def read_requirements(name):
-    """Requirement lines of a requirements file, without comments and `-r` includes."""
+    """Requirement lines of a requirements file without comments, `-r` includes followed."""
     requirements = []
     for line in (HERE / name).read_text().splitlines():
         line = line.split("#", 1)[0].strip()
-        if line and not line.startswith("-"):
+        if line.startswith("-r "):
+            requirements += [r for r in read_requirements(line[3:].strip())
+                             if r not in requirements]
+        elif line and not line.startswith("-"):
             requirements.append(line)
     return requirements
 
@@ -30,7 +42,17 @@ def read_version():
 
 
 install_requires = read_requirements("requirements.txt")
-test_requires = [r for r in read_requirements("requirements-test.txt") if r not in install_requires]
+# Each extra: its file's requirements beyond the runtime ones.
+EXTRA_FILES = {
+    "hf": "requirements-hf.txt",
+    "keras_hub": "requirements-keras-hub.txt",
+    "serve": "requirements-serve.txt",
+    "test": "requirements-test.txt",
+}
+extras_require = {
+    extra: [r for r in read_requirements(name) if r not in install_requires]
+    for extra, name in EXTRA_FILES.items()
+}
 
 setup(
     name="keras-bert-zoo",
@@ -43,7 +65,7 @@ setup(
     package_data={"keras_bert": ["**/*.json", "**/*.txt"]},
     python_requires=">=3.11",
     install_requires=install_requires,
-    extras_require={"test": test_requires},
+    extras_require=extras_require,
     classifiers=[
         "Programming Language :: Python :: 3",
         "Programming Language :: Python :: 3.11",

@@ -22,6 +22,8 @@ from keras_bert.presets.registry import PRESETS
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # What the Makefile reads to decide what to install and to name its stamps.
 INSTALL_INPUTS = ("Makefile", "requirements.txt", "requirements-test.txt",
+                  "requirements-hf.txt", "requirements-keras-hub.txt",
+                  "requirements-serve.txt", "requirements-google-bert.txt",
                   "requirements-presets.txt", "setup.py", "pyproject.toml")
 
 
@@ -68,8 +70,8 @@ def test_check_venv_requires_the_preset_packages(tmp_path, flags):
     # is not installed: both checks must refuse the environment, naming it.
     (tmp_path / ".ci").mkdir()
     shutil.copy(REPO / ".ci" / "check_venv.py", tmp_path / ".ci" / "check_venv.py")
-    for name in ("requirements.txt", "requirements-test.txt", "requirements-presets.txt"):
-        shutil.copy(REPO / name, tmp_path / name)
+    for path in REPO.glob("requirements*.txt"):  # requirements-test.txt includes others
+        shutil.copy(path, tmp_path / path.name)
     with open(tmp_path / "requirements-presets.txt", "a") as f:
         f.write("keras-bert-no-such-package==1.0\n")
     result = subprocess.run([sys.executable, str(tmp_path / ".ci" / "check_venv.py"), *flags],

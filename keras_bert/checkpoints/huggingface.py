@@ -103,8 +103,9 @@ def _load_tensors(directory):
             import torch
         except ImportError:
             raise CheckpointError(
-                f"{pt_path} is a PyTorch pickle and torch is not installed; install torch or "
-                f"convert it to {SAFETENSORS_FILE}."
+                f"{pt_path} is a PyTorch pickle and torch is not installed; install the [hf] "
+                f"extra (pip install 'keras-bert-zoo[hf]', torch's CPU build) or convert it to "
+                f"{SAFETENSORS_FILE}."
             ) from None
         try:
             state = torch.load(pt_path, map_location="cpu", weights_only=True)

@@ -151,7 +151,13 @@ def backbone_to_canonical(backbone):
 
 def read_weights(directory, config):
     """Rebuilds the keras-hub backbone from ``directory`` and returns canonical weights."""
-    import keras_hub
+    try:
+        import keras_hub
+    except ImportError:
+        raise CheckpointError(
+            f"{directory} is a keras-hub preset and reading it needs keras-hub, which is not "
+            "installed: pip install 'keras-bert-zoo[keras_hub]' (keras-hub==0.32.0)."
+        ) from None
 
     weights_path = os.path.join(directory, WEIGHTS_FILE)
     if not os.path.isfile(weights_path):
