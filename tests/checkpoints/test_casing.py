@@ -9,6 +9,7 @@ import pytest
 from keras_bert import BertConfig
 from keras_bert.checkpoints import CheckpointError, casing, open_directory
 from keras_bert.text.vocab import SPECIAL_TOKENS, load_vocabulary
+from tests.dependencies import require
 
 from tests.text import corpus
 
@@ -135,7 +136,7 @@ def test_registry_decides_over_a_vocabulary_without_capitals(tmp_path):
 
 
 def test_keras_hub_tokenizer_lowercase_against_cased_vocabulary(tmp_path):
-    keras_hub = pytest.importorskip("keras_hub")
+    keras_hub = require("keras_hub")
     vocab = list(SPECIAL_TOKENS) + CASED
     keras_hub.models.BertBackbone(
         vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=8,

@@ -13,6 +13,7 @@ import pytest
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import CheckpointError, google, huggingface, open_directory
 from keras_bert.checkpoints.common import check_shapes, encoder_shapes, head_shapes
+from tests.dependencies import require
 
 from tests.presets.google_zips import TINY, write_google_dir
 
@@ -141,7 +142,7 @@ def test_minilm_loads_with_its_position_ids_buffer(minilm_path):
 
 
 def test_keras_hub_config_with_fewer_layers(tmp_path):
-    keras_hub = pytest.importorskip("keras_hub")
+    keras_hub = require("keras_hub")
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
         max_sequence_length=16)

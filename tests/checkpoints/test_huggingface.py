@@ -5,6 +5,7 @@ import pytest
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import CheckpointError, huggingface, open_directory
+from tests.dependencies import require
 
 SENTENCES = [
     "The cat sat on the mat.",
@@ -33,8 +34,8 @@ SENTENCES = [
 
 
 def test_minilm_parity_with_transformers(minilm_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    torch = require("torch")
+    transformers = require("transformers")
     tokenizer = transformers.BertTokenizer.from_pretrained(str(minilm_path))
     batch = tokenizer(SENTENCES, padding=True, return_tensors="np")
     ids = batch["input_ids"].astype("int32")
@@ -124,7 +125,7 @@ def test_old_gamma_beta_names_are_read(tmp_path):
 
 
 def test_pytorch_bin_is_read_with_torch(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     from safetensors.numpy import load_file
 
     config = _small_config()

@@ -5,13 +5,14 @@ import pytest
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import CheckpointError, keras_hub as kh
+from tests.dependencies import require
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(25)]
 
 
 @pytest.fixture(scope="module")
 def keras_hub_preset(tmp_path_factory):
-    keras_hub = pytest.importorskip("keras_hub")
+    keras_hub = require("keras_hub")
     directory = tmp_path_factory.mktemp("keras_hub_preset")
     config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=32, hidden_act="gelu_tanh",

@@ -11,6 +11,7 @@ from keras_bert import BertEncoder
 from keras_bert.checkpoints import CheckpointError
 from keras_bert.models.weights import WeightsMismatchError
 from keras_bert.presets import PRESETS, UnknownPresetError, list_presets, load_preset
+from tests.dependencies import require
 
 from google_zips import write_google_dir  # tests/presets/google_zips.py
 
@@ -161,7 +162,7 @@ def test_preprocessor_from_a_huggingface_directory_without_vocabulary(tmp_path):
 
 
 def test_tokenizer_from_a_keras_hub_preset_without_vocabulary(tmp_path):
-    keras_hub = pytest.importorskip("keras_hub")
+    keras_hub = require("keras_hub")
     keras_hub.models.BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
                                   intermediate_dim=16).save_to_preset(str(tmp_path))
     with pytest.raises(CheckpointError,

@@ -1,0 +1,25 @@
+"""Test dependencies are required, never optional: a parity test whose reference package is
+missing fails and names it (``pytest.importorskip`` would turn it into a quiet skip)."""
+
+import importlib
+
+import pytest
+
+# Module -> the pinned distribution that provides it, and where the pin lives.
+PACKAGES = {
+    "torch": "torch (requirements-hf.txt, the [hf] extra)",
+    "transformers": "transformers (requirements-test.txt)",
+    "keras_hub": "keras-hub (requirements-keras-hub.txt, the [keras_hub] extra)",
+}
+
+
+def require(module):
+    """Imports ``module``; a missing one fails the test with the package to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.fail(
+            f"this test needs {PACKAGES.get(module, module)}, which does not import ({e}); "
+            "install the test requirements: make test, or pip install -e '.[test]'",
+            pytrace=False,
+        )
