@@ -254,12 +254,14 @@ class BertConfig:
 
 
 def _read_json(path):
+    import tensorflow as tf  # tf.io.gfile: local paths, gs://, ram://
+
     path = os.fspath(path)
-    if not os.path.isfile(path):
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         raise FileNotFoundError(f"Config file not found: {path}")
-    with open(path, encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path, "rb") as f:
         try:
-            values = json.load(f)
+            values = json.loads(f.read().decode("utf-8"))
         except json.JSONDecodeError as e:
             raise BertConfigError(f"{path}: not valid JSON ({e}).") from None
     if not isinstance(values, dict):

@@ -90,3 +90,17 @@ def test_bad_files(tmp_path):
     bad.write_text(json.dumps({**SMALL, "hidden_size": 33}))
     with pytest.raises(BertConfigError, match=r"bert_config.json: .*divisible"):
         BertConfig.from_bert_config_json(bad)
+
+
+def test_bert_config_json_is_read_through_gfile():
+    # ram:// stands for gs://: the file is read with tf.io.gfile, not open().
+    import json
+
+    import tensorflow as tf
+
+    path = "ram://keras_bert_test_config/bert_config.json"
+    values = BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=16).to_bert_config_json()
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(json.dumps(values))
+    assert BertConfig.from_bert_config_json(path).to_bert_config_json() == values

@@ -22,6 +22,8 @@ import os
 import re
 import shutil
 
+import tensorflow as tf
+
 from keras_bert.checkpoints import tempdirs
 from keras_bert.text.vocab import load_vocabulary
 
@@ -45,9 +47,9 @@ def read_json_object(path, what="JSON file"):
     """The JSON object in ``path``; `CheckpointError` naming the file when it is unreadable,
     not JSON, or not an object."""
     try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        with tf.io.gfile.GFile(path, "rb") as f:  # local paths, gs://, ram://
+            values = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, tf.errors.OpError) as e:
         raise CheckpointError(f"Cannot read the {what} {path}: {e}") from None
     if not isinstance(values, dict):
         raise CheckpointError(
@@ -177,11 +179,16 @@ def check_shapes(shapes, config, source, unexplained=()):
             )
 
 
+def _is_file(path):
+    """Whether ``path`` is a file, through `tf.io.gfile` (local paths, gs://, ram://)."""
+    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
 def check_vocab(vocab_path, config, source=None):
     """Raises `CheckpointError` unless ``vocab.txt`` has exactly ``config.vocab_size`` lines."""
     if vocab_path is None:
         return
-    if not os.path.isfile(vocab_path):
+    if not _is_file(vocab_path):
         raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
     try:
         n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it, with its checks
@@ -211,6 +218,6 @@ def build_config(path, make):
 
 def require_file(path, what, fix=""):
     """Raises `CheckpointError` naming ``path`` when it is not a file."""
-    if not os.path.isfile(path):
+    if not _is_file(path):
         raise CheckpointError(f"{what} not found: {path}.{(' ' + fix) if fix else ''}")
     return path

@@ -42,9 +42,11 @@ def load_vocabulary(vocabulary):
 
 
 def _read_vocab_file(path):
-    if not os.path.isfile(path):
+    import tensorflow as tf  # tf.io.gfile: local paths, gs://, ram://
+
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         raise FileNotFoundError(f"vocabulary file not found: {path!r}")
-    with open(path, "rb") as f:
+    with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8-sig")  # drops a byte-order mark

@@ -176,3 +176,25 @@ def test_vocabulary_that_is_not_utf8_is_named(tmp_path):
     with pytest.raises(CheckpointError, match=rf"{tmp_path / 'vocab.txt'}', line 3: not valid "
                        r"UTF-8 \(byte 0xff"):
         open_directory(tmp_path)
+
+
+def test_config_and_vocabulary_are_read_through_gfile():
+    # ram:// stands for gs://: both go through tf.io.gfile, neither is a local path.
+    import tensorflow as tf
+
+    from keras_bert.checkpoints.common import check_vocab, read_json_object, require_file
+
+    root = "ram://keras_bert_test_common"
+    config = BertConfig(vocab_size=5, hidden_size=8, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=16)
+    with tf.io.gfile.GFile(f"{root}/config.json", "w") as f:
+        f.write(json.dumps({"hidden_size": 8}))
+    with tf.io.gfile.GFile(f"{root}/vocab.txt", "w") as f:
+        f.write("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+    assert read_json_object(f"{root}/config.json") == {"hidden_size": 8}
+    assert require_file(f"{root}/config.json", "config") == f"{root}/config.json"
+    check_vocab(f"{root}/vocab.txt", config)
+    with pytest.raises(CheckpointError, match="Vocabulary file not found: ram://"):
+        check_vocab(f"{root}/missing.txt", config)
+    with pytest.raises(CheckpointError, match=r"Cannot read the JSON file ram://\S+missing"):
+        read_json_object(f"{root}/missing.json")

@@ -66,3 +66,15 @@ def test_tokens_wordpiece_cannot_hold(tmp_path, token, problem):
             BertTokenizer(path)
     # the longest tokens it takes
     BertTokenizer(SPECIALS + ["q" * 256, "##" + "q" * 256])(["q"])
+
+
+def test_vocabulary_file_is_read_through_gfile():
+    # ram:// stands for gs://: the file is read with tf.io.gfile, not open().
+    import tensorflow as tf
+
+    path = "ram://keras_bert_test_vocab/vocab.txt"
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write("\ufeff[PAD]\n[UNK]\ncaf\u00e9\n".encode("utf-8"))
+    assert vocab_lib.load_vocabulary(path) == ["[PAD]", "[UNK]", "caf\u00e9"]
+    with pytest.raises(FileNotFoundError, match="ram://keras_bert_test_vocab/none.txt"):
+        vocab_lib.load_vocabulary("ram://keras_bert_test_vocab/none.txt")
