@@ -8,39 +8,15 @@ mapping. ``hidden_act`` is stored as what the code really computes:
   though its ``bert_config.json`` files say ``"gelu"``; Hugging Face calls it ``"gelu_new"``.
 * ``"relu"``, ``"tanh"``, ``"silu"``, ``"linear"``.
 
-Each reader maps its format's spelling onto these, and each writer maps back.
+Each checkpoint format (`keras_bert.checkpoints.google`, `.huggingface`, `.keras_hub`) maps its
+file's spelling onto these fields when reading and back when writing; this module knows no
+file format.
 """
 
 import copy
 import difflib
-import json
-import os
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "tanh", "silu", "linear")
-
-# What each file format's "hidden_act" string really computes.
-_GOOGLE_ACT_TO_OURS = {
-    "gelu": "gelu_tanh",  # google-research/bert modeling.gelu is the tanh approximation.
-    "gelu_exact": "gelu",  # written by us for erf-GELU models; Google's code cannot run it.
-    "relu": "relu",
-    "tanh": "tanh",
-    "linear": "linear",
-    "silu": "silu",
-}
-_OURS_TO_GOOGLE_ACT = {"gelu_tanh": "gelu", "gelu": "gelu_exact"}
-
-_HF_ACT_TO_OURS = {
-    "gelu": "gelu",
-    "gelu_new": "gelu_tanh",
-    "gelu_pytorch_tanh": "gelu_tanh",
-    "gelu_fast": "gelu_tanh",
-    "relu": "relu",
-    "tanh": "tanh",
-    "silu": "silu",
-    "swish": "silu",
-    "linear": "linear",
-}
-_OURS_TO_HF_ACT = {"gelu": "gelu", "gelu_tanh": "gelu_new"}
 
 _FIELDS = {
     "vocab_size": 30522,
@@ -179,99 +155,14 @@ class BertConfig:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
         return f"BertConfig({fields})"
 
-    # ------------------------------------------------- Google bert_config.json
     @classmethod
-    def from_bert_config_json(cls, path):
-        """Reads Google's ``bert_config.json`` ("gelu" there means the tanh approximation)."""
-        values = _read_json(path)
-        act = values.get("hidden_act", "gelu")
-        if act not in _GOOGLE_ACT_TO_OURS:
-            raise BertConfigError(
-                f"{path}: hidden_act {act!r} is not one Google's modeling.py computes "
-                f"({sorted(_GOOGLE_ACT_TO_OURS)})."
-            )
-        values["hidden_act"] = _GOOGLE_ACT_TO_OURS[act]
-        # Fields of the original file we do not model (e.g. "directionality" in multilingual
-        # and Chinese checkpoints, pooler_* in some) are ignored.
-        return cls._from_file_values(path, values)
-
-    def to_bert_config_json(self):
-        values = self.to_dict()
-        values["hidden_act"] = _OURS_TO_GOOGLE_ACT.get(self.hidden_act, self.hidden_act)
-        return values
-
-    def save_bert_config_json(self, path):
-        _write_json(path, self.to_bert_config_json())
-
-    # ------------------------------------------------- Hugging Face config.json
-    @classmethod
-    def from_hf_config(cls, path_or_dict):
-        """Reads a Hugging Face ``config.json`` (``"gelu"`` there is the exact erf form)."""
-        if isinstance(path_or_dict, dict):
-            values, path = dict(path_or_dict), "<dict>"
-        else:
-            values, path = _read_json(path_or_dict), path_or_dict
-        model_type = values.get("model_type", "bert")
-        if model_type != "bert":
-            raise BertConfigError(f"{path}: model_type is {model_type!r}, not 'bert'.")
-        position_type = values.get("position_embedding_type", "absolute")
-        if position_type != "absolute":
-            raise BertConfigError(
-                f"{path}: position_embedding_type {position_type!r} is not supported "
-                "(BERT uses 'absolute')."
-            )
-        act = values.get("hidden_act", "gelu")
-        if act not in _HF_ACT_TO_OURS:
-            raise BertConfigError(
-                f"{path}: hidden_act {act!r} is not supported ({sorted(_HF_ACT_TO_OURS)})."
-            )
-        values["hidden_act"] = _HF_ACT_TO_OURS[act]
-        return cls._from_file_values(path, values)
-
-    def to_hf_config(self):
-        values = self.to_dict()
-        values["hidden_act"] = _OURS_TO_HF_ACT.get(self.hidden_act, self.hidden_act)
-        values.update(
-            {
-                "model_type": "bert",
-                "architectures": ["BertModel"],
-                "position_embedding_type": "absolute",
-                "pad_token_id": 0,
-            }
-        )
-        return values
-
-    def save_hf_config(self, path):
-        _write_json(path, self.to_hf_config())
-
-    @classmethod
-    def _from_file_values(cls, path, values):
+    def from_file_values(cls, path, values):
+        """A config from a checkpoint file's fields (read by `keras_bert.checkpoints`): fields
+        BERT does not model (``directionality``, ``pooler_*``, HF's bookkeeping) are ignored;
+        errors name ``path``."""
         known = {k: v for k, v in values.items() if k in _FIELDS}
         try:
             return cls(**known)
         except BertConfigError as e:
             raise BertConfigError(f"{path}: {e}") from None
 
-
-def _read_json(path):
-    import tensorflow as tf  # tf.io.gfile: local paths, gs://, ram://
-
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
-        raise FileNotFoundError(f"Config file not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        try:
-            values = json.loads(f.read().decode("utf-8"))
-        except json.JSONDecodeError as e:
-            raise BertConfigError(f"{path}: not valid JSON ({e}).") from None
-    if not isinstance(values, dict):
-        raise BertConfigError(f"{path}: expected a JSON object, got {type(values).__name__}.")
-    return values
-
-
-def _write_json(path, values):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(values, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)

@@ -49,11 +49,14 @@ def read_json_object(path, what="JSON file"):
     try:
         with tf.io.gfile.GFile(path, "rb") as f:  # local paths, gs://, ram://
             values = json.loads(f.read().decode("utf-8"))
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"Cannot read the {what} {path}: not valid JSON ({e}).") from None
     except (OSError, UnicodeDecodeError, ValueError, tf.errors.OpError) as e:
         raise CheckpointError(f"Cannot read the {what} {path}: {e}") from None
     if not isinstance(values, dict):
         raise CheckpointError(
-            f"The {what} {path} holds a JSON {type(values).__name__}, not an object."
+            f"The {what} {path}: expected a JSON object; it holds a JSON "
+            f"{type(values).__name__}."
         )
     return values
 

@@ -1,5 +1,19 @@
 """Recognising a local checkpoint directory and opening it in any supported format.
 
+`FORMATS` is the one table of formats, in the order they are recognised. Each is a module
+with the same functions:
+
+* ``detect(directory)``: whether the directory holds this format;
+* ``read_config(directory)``: its `BertConfig`;
+* ``read_metadata(directory)``: what else it records (``{}`` but for keras_bert's layout);
+* ``recorded_casing(directory)``: ``(what, do_lower_case)`` where the files say, else None;
+* ``vocab_file(directory)``: where the format keeps its vocabulary;
+* ``check_weights(directory)``: `CheckpointError` now when weights files are missing;
+* ``read_weights(directory, config)``: the canonical weights (Google's names), checked
+  against ``config``.
+
+Writers: `layout.write` (keras_bert), `google.write_directory`, `huggingface.write_directory`.
+
 `open_directory` returns a `LocalCheckpoint`: the config, vocabulary path and casing read
 eagerly (cheap, and checked against each other at once), the weights read on demand.
 """
@@ -9,7 +23,12 @@ import os
 from keras_bert.checkpoints import casing, google, huggingface, keras_hub, layout
 from keras_bert.checkpoints.common import CheckpointError, check_vocab
 
-FORMATS = ("keras_bert", "google", "huggingface", "keras_hub")
+FORMATS = {  # recognised in this order: a keras_bert preset is also a Google directory
+    "keras_bert": layout,
+    "google": google,
+    "keras_hub": keras_hub,
+    "huggingface": huggingface,
+}
 
 
 def detect_format(directory):
@@ -17,14 +36,9 @@ def detect_format(directory):
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         raise CheckpointError(f"Not a directory: {directory}")
-    if layout.is_layout(directory):
-        return "keras_bert"
-    if os.path.isfile(os.path.join(directory, google.CONFIG_FILE)):
-        return "google"
-    if keras_hub.is_keras_hub_preset(directory):
-        return "keras_hub"
-    if os.path.isfile(os.path.join(directory, huggingface.CONFIG_FILE)):
-        return "huggingface"
+    for name, module in FORMATS.items():
+        if module.detect(directory):
+            return name
     raise CheckpointError(
         f"{directory} is not a BERT checkpoint directory: expected {layout.METADATA_FILE} "
         f"(keras_bert), {google.CONFIG_FILE} + {google.CHECKPOINT_PREFIX}.* (Google), "
@@ -55,12 +69,7 @@ class LocalCheckpoint:
     def weights(self, config=None):
         """The canonical weights, checked to fit ``config`` (default: the directory's own)
         exactly: nothing missing, nothing the config has no place for."""
-        config = config or self.config
-        if self.format in ("keras_bert", "google"):
-            return google.read_checkpoint(google.find_checkpoint_prefix(self.path), config)
-        if self.format == "huggingface":
-            return huggingface.read_weights(self.path, config)
-        return keras_hub.read_weights(self.path, config)
+        return FORMATS[self.format].read_weights(self.path, config or self.config)
 
     def variable_shapes(self):
         """Shapes without values where the format allows (Google-style), else from weights()."""
@@ -89,25 +98,13 @@ def open_directory(directory, do_lower_case=None, require_weights=True, known_ca
     """
     directory = os.fspath(directory)
     fmt = detect_format(directory)
-    metadata, recorded = {}, None
-    if fmt == "keras_bert":
-        metadata = layout.read_metadata(directory)
-        config = layout.read_config(directory)
-        vocab_file = os.path.join(directory, google.VOCAB_FILE)
-        recorded = layout.recorded_casing(directory, metadata)
-    elif fmt == "google":
-        config = google.read_directory_config(directory)
-        vocab_file = os.path.join(directory, google.VOCAB_FILE)
-    elif fmt == "huggingface":
-        config = huggingface.read_config(directory)
-        vocab_file = os.path.join(directory, huggingface.VOCAB_FILE)
-        recorded = huggingface.recorded_casing(directory)
-    else:
-        config = keras_hub.read_config(directory)
-        vocab_file = os.path.join(directory, keras_hub.VOCAB_FILE)
-        recorded = keras_hub.recorded_casing(directory)
-    if require_weights and fmt in ("keras_bert", "google"):
-        google.find_checkpoint_prefix(directory)
+    module = FORMATS[fmt]
+    metadata = module.read_metadata(directory)
+    config = module.read_config(directory)
+    vocab_file = module.vocab_file(directory)
+    recorded = module.recorded_casing(directory)
+    if require_weights:
+        module.check_weights(directory)
     vocab = _vocab(vocab_file)
     check_vocab(vocab, config, source=directory)
     sources = [s for s in (recorded, known_casing) if s is not None]

@@ -15,7 +15,8 @@ import numpy as np
 
 from keras_bert.checkpoints import tempdirs
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_shapes, copy_file, require_file,
+    CheckpointError, build_config, check_shapes, copy_file, read_json_object, require_file,
+    write_json,
 )
 
 CONFIG_FILE = "bert_config.json"
@@ -128,19 +129,89 @@ def write_checkpoint(weights, prefix):
     return prefix
 
 
-def read_directory_config(directory):
-    """`BertConfig` from ``directory/bert_config.json``."""
+# What Google's "hidden_act" strings really compute, and back.
+ACT_TO_OURS = {
+    "gelu": "gelu_tanh",  # google-research/bert modeling.gelu is the tanh approximation.
+    "gelu_exact": "gelu",  # written by us for erf-GELU models; Google's code cannot run it.
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+    "silu": "silu",
+}
+OURS_TO_ACT = {"gelu_tanh": "gelu", "gelu": "gelu_exact"}
+
+
+def config_from_json(path):
+    """`BertConfig` from a Google ``bert_config.json`` ("gelu" there is the tanh form); any
+    problem is a `CheckpointError` naming ``path``."""
     from keras_bert.config import BertConfig
 
-    path = require_file(os.path.join(directory, CONFIG_FILE), "Google BERT config")
-    return build_config(path, lambda: BertConfig.from_bert_config_json(path))
+    require_file(path, "Google BERT config")
+    values = read_json_object(path, "Google BERT config")
+    act = values.get("hidden_act", "gelu")
+    if act not in ACT_TO_OURS:
+        raise CheckpointError(f"{path}: hidden_act {act!r} is not one Google's modeling.py "
+                              f"computes ({sorted(ACT_TO_OURS)}).")
+    values["hidden_act"] = ACT_TO_OURS[act]
+    # Fields we do not model ("directionality" of the multilingual and Chinese checkpoints,
+    # pooler_* in some) are ignored.
+    return build_config(path, lambda: BertConfig.from_file_values(path, values))
+
+
+def config_to_json(config):
+    """The ``bert_config.json`` values of ``config``, in Google's spelling."""
+    values = config.to_dict()
+    values["hidden_act"] = OURS_TO_ACT.get(config.hidden_act, config.hidden_act)
+    return values
+
+
+def write_config(config, path):
+    """Writes ``config`` as Google's ``bert_config.json``, atomically."""
+    write_json(path, config_to_json(config))
+
+
+def read_config(directory):
+    """`BertConfig` from ``directory/bert_config.json``."""
+    return config_from_json(os.path.join(directory, CONFIG_FILE))
+
+
+read_directory_config = read_config  # the name the readers used first
 
 
 def write_directory(directory, config, weights, vocab_path=None):
     """Writes a Google-format directory: ``bert_config.json``, ``vocab.txt``, ``bert_model.ckpt.*``."""
     os.makedirs(directory, exist_ok=True)
     write_checkpoint(weights, os.path.join(directory, CHECKPOINT_PREFIX))
-    config.save_bert_config_json(os.path.join(directory, CONFIG_FILE))
+    write_config(config, os.path.join(directory, CONFIG_FILE))
     if vocab_path is not None:
         copy_file(vocab_path, os.path.join(directory, VOCAB_FILE))
     return directory
+
+# ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
+def detect(directory):
+    """True when ``directory`` holds Google's layout (``bert_config.json``)."""
+    return os.path.isfile(os.path.join(directory, CONFIG_FILE))
+
+
+def read_metadata(directory):
+    """Google's layout records nothing beyond the config."""
+    return {}
+
+
+def recorded_casing(directory):
+    """Google's files do not record the casing (the registry or the vocabulary tells)."""
+    return None
+
+
+def vocab_file(directory):
+    return os.path.join(directory, VOCAB_FILE)
+
+
+def check_weights(directory):
+    """`CheckpointError` now when the checkpoint files are missing."""
+    find_checkpoint_prefix(directory)
+
+
+def read_weights(directory, config):
+    """The canonical weights of ``directory``'s checkpoint, checked against ``config``."""
+    return read_checkpoint(find_checkpoint_prefix(directory), config)

@@ -16,7 +16,7 @@ import numpy as np
 from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
     CheckpointError, atomic_target, build_config, check_shapes, copy_file, read_json_object,
-    write_json,
+    require_file, write_json,
 )
 
 CONFIG_FILE = "config.json"
@@ -120,13 +120,59 @@ def _load_tensors(directory):
     )
 
 
-def read_config(directory):
+# What Hugging Face's "hidden_act" strings compute ("gelu" is the exact erf form), and back.
+ACT_TO_OURS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "relu": "relu",
+    "tanh": "tanh",
+    "silu": "silu",
+    "swish": "silu",
+    "linear": "linear",
+}
+OURS_TO_ACT = {"gelu": "gelu", "gelu_tanh": "gelu_new"}
+
+
+def config_from_json(path_or_dict):
+    """`BertConfig` from a Hugging Face ``config.json`` (a path, or its values as a dict);
+    any problem is a `CheckpointError` naming the file."""
     from keras_bert.config import BertConfig
 
-    path = os.path.join(directory, CONFIG_FILE)
-    if not os.path.isfile(path):
-        raise CheckpointError(f"Hugging Face config not found: {path}.")
-    return build_config(path, lambda: BertConfig.from_hf_config(path))
+    if isinstance(path_or_dict, dict):
+        values, path = dict(path_or_dict), "<dict>"
+    else:
+        path = path_or_dict
+        require_file(path, "Hugging Face config")
+        values = read_json_object(path, "Hugging Face config")
+    model_type = values.get("model_type", "bert")
+    if model_type != "bert":
+        raise CheckpointError(f"{path}: model_type is {model_type!r}, not 'bert'.")
+    position_type = values.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise CheckpointError(f"{path}: position_embedding_type {position_type!r} is not "
+                              "supported (BERT uses 'absolute').")
+    act = values.get("hidden_act", "gelu")
+    if act not in ACT_TO_OURS:
+        raise CheckpointError(f"{path}: hidden_act {act!r} is not supported "
+                              f"({sorted(ACT_TO_OURS)}).")
+    values["hidden_act"] = ACT_TO_OURS[act]
+    return build_config(path, lambda: BertConfig.from_file_values(path, values))
+
+
+def config_to_json(config):
+    """The ``config.json`` values of ``config`` in Hugging Face's spelling (a `BertModel`)."""
+    values = config.to_dict()
+    values["hidden_act"] = OURS_TO_ACT.get(config.hidden_act, config.hidden_act)
+    values.update({"model_type": "bert", "architectures": ["BertModel"],
+                   "position_embedding_type": "absolute", "pad_token_id": 0})
+    return values
+
+
+def read_config(directory):
+    """`BertConfig` from ``directory/config.json``."""
+    return config_from_json(os.path.join(directory, CONFIG_FILE))
 
 
 def recorded_casing(directory):
@@ -194,10 +240,27 @@ def write_directory(directory, config, weights, vocab_path=None):
             tensors[hf] = np.ascontiguousarray(value.T if transpose else value)
     with atomic_target(os.path.join(directory, SAFETENSORS_FILE)) as tmp:
         save_file(tensors, tmp, metadata={"format": "pt"})
-    values = config.to_hf_config()
+    values = config_to_json(config)
     if has_heads:
         values["architectures"] = ["BertForPreTraining"]
     write_json(os.path.join(directory, CONFIG_FILE), values)
     if vocab_path is not None:
         copy_file(vocab_path, os.path.join(directory, VOCAB_FILE))
     return directory
+
+# ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
+def detect(directory):
+    """True when ``directory`` holds a Hugging Face ``config.json``."""
+    return os.path.isfile(os.path.join(directory, CONFIG_FILE))
+
+
+def read_metadata(directory):
+    return {}
+
+
+def vocab_file(directory):
+    return os.path.join(directory, VOCAB_FILE)
+
+
+def check_weights(directory):
+    """Weights are found (safetensors or torch) when read; nothing to check up front."""

@@ -219,3 +219,18 @@ def assign_to_backbone(backbone, weights):
                 f"{tuple(var.shape)}."
             )
         var.assign(value.reshape(var.shape))
+
+# ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
+detect = is_keras_hub_preset
+
+
+def read_metadata(directory):
+    return {}
+
+
+def vocab_file(directory):
+    return os.path.join(directory, VOCAB_FILE)
+
+
+def check_weights(directory):
+    """Weights are read (and their absence reported) by `read_weights`."""

@@ -50,8 +50,9 @@ def read_metadata(directory):
     return values
 
 
-def recorded_casing(directory, metadata):
+def recorded_casing(directory, metadata=None):
     """``(what, do_lower_case)`` from the metadata, or None when it says null (unknown)."""
+    metadata = read_metadata(directory) if metadata is None else metadata
     return casing.recorded(os.path.join(directory, METADATA_FILE), "do_lower_case",
                            metadata.get("do_lower_case"))
 
@@ -98,3 +99,9 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
     metadata.update(extra or {})
     write_json(os.path.join(directory, METADATA_FILE), metadata)
     return directory
+
+# ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
+detect = is_layout
+vocab_file = google.vocab_file
+check_weights = google.check_weights
+read_weights = google.read_weights

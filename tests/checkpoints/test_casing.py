@@ -7,7 +7,7 @@ import re
 import pytest
 
 from keras_bert import BertConfig
-from keras_bert.checkpoints import CheckpointError, casing, open_directory
+from keras_bert.checkpoints import CheckpointError, casing, google, huggingface, open_directory
 from keras_bert.text.vocab import SPECIAL_TOKENS, load_vocabulary
 from tests.dependencies import require
 
@@ -39,7 +39,7 @@ def _google_dir(directory, tokens):
     (directory / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
     config = BertConfig(vocab_size=len(tokens), hidden_size=8, num_hidden_layers=1,
                         num_attention_heads=2, intermediate_size=16)
-    (directory / "bert_config.json").write_text(json.dumps(config.to_bert_config_json()))
+    (directory / "bert_config.json").write_text(json.dumps(google.config_to_json(config)))
     return directory
 
 
@@ -49,7 +49,7 @@ def _hf_dir(directory, tokens, tokenizer_config=None):
     (directory / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
     config = BertConfig(vocab_size=len(tokens), hidden_size=8, num_hidden_layers=1,
                         num_attention_heads=2, intermediate_size=16)
-    (directory / "config.json").write_text(json.dumps(config.to_hf_config()))
+    (directory / "config.json").write_text(json.dumps(huggingface.config_to_json(config)))
     if tokenizer_config is not None:
         (directory / "tokenizer_config.json").write_text(tokenizer_config)
     return directory
@@ -153,7 +153,7 @@ def test_keras_hub_tokenizer_lowercase_against_cased_vocabulary(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("{not json", r"Cannot read the Hugging Face tokenizer config .*tokenizer_config\.json"),
-    ("[true]", r"tokenizer_config\.json holds a JSON list, not an object"),
+    ("[true]", r"tokenizer_config\.json: expected a JSON object; it holds a JSON list"),
     ('{"do_lower_case": "yes"}', r"tokenizer_config\.json: do_lower_case is 'yes'; expected "
                                  r"true or false"),
 ])

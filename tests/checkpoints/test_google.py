@@ -181,7 +181,7 @@ def test_our_writer_is_read_by_google_saver(google_bert, tmp_path):
     """A checkpoint written by our converter restores into Google's own graph via tf Saver."""
     _write_google_dir(tmp_path)
     ids, mask, types_ = _inputs(google_bert, tmp_path / "vocab.txt")
-    encoder = BertEncoder(BertConfig.from_bert_config_json(str(tmp_path / "bert_config.json")))
+    encoder = BertEncoder(google.config_from_json(str(tmp_path / "bert_config.json")))
     rng = np.random.default_rng(3)
     encoder.set_canonical_weights(
         {k: rng.normal(0, 0.5, v.shape).astype("float32")

@@ -36,7 +36,7 @@ def write_google_dir(directory, config=None, seed=0, slots=True):
                                                             "float32")
         stored["global_step"] = np.zeros((), "float32")
     google.write_checkpoint(stored, str(directory / "bert_model.ckpt"))
-    (directory / "bert_config.json").write_text(json.dumps(config.to_bert_config_json()))
+    (directory / "bert_config.json").write_text(json.dumps(google.config_to_json(config)))
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tokens += [f"tok{i}" for i in range(config.vocab_size - len(tokens))]
     (directory / "vocab.txt").write_text("\n".join(tokens) + "\n")
