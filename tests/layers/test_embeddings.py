@@ -69,3 +69,11 @@ def test_keras_round_trip(tmp_path):
     loaded = keras.models.load_model(tmp_path / "emb.keras")
     assert loaded.get_layer("emb").get_config() == model.get_layer("emb").get_config()
     np.testing.assert_array_equal(loaded([ids, types]).numpy(), model([ids, types]).numpy())
+
+
+def test_shared_checks():
+    from tests.harness import check_layer
+
+    ids = np.array([[2, 5, 7, 3], [2, 9, 3, 0]], "int32")
+    check_layer(BertEmbeddings(vocab_size=11, hidden_size=8, max_position_embeddings=16),
+                (ids, np.array([[0, 0, 1, 1], [0, 0, 0, 0]], "int32")))

@@ -31,3 +31,9 @@ def test_keras_round_trip(tmp_path):
     loaded = keras.models.load_model(tmp_path / "pooler.keras")
     assert loaded.get_layer("pooler").get_config() == model.get_layer("pooler").get_config()
     np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+
+
+def test_shared_checks():
+    from tests.harness import check_layer
+
+    check_layer(Pooler(hidden_size=8), np.random.rand(2, 3, 8).astype("float32"))

@@ -156,3 +156,12 @@ def test_int8_quantization_reaches_the_dense_sublayers():
     after = model([x, mask]).numpy()
     # int8 weights: close to, but not the same as, the float32 block.
     assert 0 < np.abs(after - before).max() < 0.1
+
+
+def test_shared_checks():
+    from tests.harness import check_layer
+
+    x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], "int32")
+    check_layer(TransformerBlock(hidden_size=8, num_attention_heads=2, intermediate_size=16),
+                {"x": x, "mask": mask}, call=lambda block, i: block((i["x"], i["mask"])))
