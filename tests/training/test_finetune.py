@@ -1,0 +1,62 @@
+"""training/finetune.py: the recipe sized to the run, model_dir outputs, the task scores."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert import BertClassifier, BertPreprocessor
+from keras_bert.training import finetune
+from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
+
+
+def _model(num_classes=2):
+    return BertClassifier(tiny_encoder(seed=0), num_classes=num_classes,
+                          preprocessor=BertPreprocessor(VOCAB, seq_length=16))
+
+
+def test_fine_tune_sizes_the_schedule_and_writes_checkpoints_and_logs(tmp_path):
+    model = _model()
+    texts = POSITIVE + NEGATIVE
+    labels = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
+    history = finetune.fine_tune(model, texts, labels, validation_data=(texts[:4], labels[:4]),
+                                 batch_size=4, epochs=2, learning_rate=1e-3,
+                                 model_dir=str(tmp_path), verbose=0)
+    steps = model.steps_per_epoch(len(texts), 4) * 2
+    schedule = model.optimizer.learning_rate_schedule
+    assert float(schedule(steps)) == pytest.approx(0.0, abs=1e-12)  # decays to 0 at the end
+    assert int(model.optimizer.iterations) == steps
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["epoch-1.weights.h5",
+                                                            "epoch-2.weights.h5"]
+    assert os.listdir(tmp_path / "logs")
+    assert history.train_seconds > 0 and "val_accuracy" in history.history
+
+
+def test_scores_per_task():
+    y = np.array([1, 0, 1, 1, 0, 0])
+
+    class Fixed:  # a stand-in with the one method scores() calls, predicting given logits
+        num_classes = 2
+
+        def __init__(self, out):
+            self.out = out
+
+        def predict(self, x, batch_size=None, verbose=0):
+            return self.out
+
+    logits = np.array([[0, 1], [1, 0], [0, 1], [1, 0], [1, 0], [0, 1]], "float32")
+    s = finetune.scores(Fixed(logits), None, y)
+    assert s["accuracy"] == pytest.approx(4 / 6)
+    assert s["f1"] == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
+    assert s["matthews_corrcoef"] == pytest.approx(1 / 3)
+    reg = Fixed(np.array([[1.0], [2.0], [3.0], [4.0]]))
+    reg.num_classes = 1
+    s = finetune.scores(reg, None, np.array([1.5, 2.0, 3.5, 3.9]))
+    assert s["spearman"] == pytest.approx(1.0) and 0.9 < s["pearson"] < 1.0
+
+
+def test_write_metrics_is_atomic_json(tmp_path):
+    path = finetune.write_metrics(str(tmp_path / "run"), {"test_accuracy": 0.5})
+    assert json.loads(open(path).read()) == {"test_accuracy": 0.5}
+    assert os.listdir(tmp_path / "run") == ["metrics.json"]
