@@ -187,6 +187,14 @@ def _is_file(path):
     return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
 
 
+is_file = _is_file
+
+
+def is_dir(path):
+    """Whether ``path`` is a directory, through `tf.io.gfile` (local paths, gs://, ram://)."""
+    return tf.io.gfile.isdir(path)
+
+
 def check_vocab(vocab_path, config, source=None):
     """Raises `CheckpointError` unless ``vocab.txt`` has exactly ``config.vocab_size`` lines."""
     if vocab_path is None:

@@ -8,15 +8,15 @@ reading keeps the ``bert/`` and ``cls/`` variables and drops optimizer state (``
 ``SaveV2`` op, readable by ``tf.compat.v1.train.Saver`` and ``tf.train.load_checkpoint``.
 """
 
-import glob
 import os
 
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.checkpoints import tempdirs
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_shapes, copy_file, read_json_object, require_file,
-    write_json,
+    CheckpointError, build_config, check_shapes, copy_file, is_file, read_json_object,
+    require_file, write_json,
 )
 
 CONFIG_FILE = "bert_config.json"
@@ -41,9 +41,9 @@ def _is_model_variable(name):
 def find_checkpoint_prefix(directory):
     """The checkpoint prefix inside ``directory`` (``bert_model.ckpt`` or any single ``*.index``)."""
     prefix = os.path.join(directory, CHECKPOINT_PREFIX)
-    if os.path.isfile(prefix + ".index"):
+    if is_file(prefix + ".index"):
         return prefix
-    indexes = sorted(glob.glob(os.path.join(directory, "*.ckpt*.index")))
+    indexes = sorted(tf.io.gfile.glob(os.path.join(directory, "*.ckpt*.index")))
     if len(indexes) == 1:
         return indexes[0][: -len(".index")]
     raise CheckpointError(
@@ -53,15 +53,13 @@ def find_checkpoint_prefix(directory):
 
 
 def _reader(prefix):
-    import tensorflow as tf
-
     index = prefix + ".index"
     require_file(index, "Checkpoint index")
-    data = glob.glob(prefix + ".data-*")
+    data = tf.io.gfile.glob(prefix + ".data-*")
     if not data:
         raise CheckpointError(f"Checkpoint data file not found: {prefix}.data-00000-of-00001.")
     try:
-        return tf.train.load_checkpoint(prefix)
+        return tf.compat.v1.train.NewCheckpointReader(prefix)  # any tf.io.gfile path
     except Exception as e:  # tf raises DataLossError, NotFoundError, ... for broken files
         raise CheckpointError(
             f"Cannot read the TF checkpoint {prefix} ({index}, {', '.join(sorted(data))}): "
@@ -108,8 +106,6 @@ def write_checkpoint(weights, prefix):
     `keras_bert.checkpoints.tempdirs`) and then renamed, so an interrupted write never leaves
     a half-written checkpoint under ``prefix``, and what a killed writer left is swept.
     """
-    import tensorflow as tf
-
     directory = os.path.dirname(os.path.abspath(prefix))
     base = os.path.basename(prefix)
     names = sorted(weights)
@@ -190,7 +186,7 @@ def write_directory(directory, config, weights, vocab_path=None):
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 def detect(directory):
     """True when ``directory`` holds Google's layout (``bert_config.json``)."""
-    return os.path.isfile(os.path.join(directory, CONFIG_FILE))
+    return is_file(os.path.join(directory, CONFIG_FILE))
 
 
 def read_metadata(directory):

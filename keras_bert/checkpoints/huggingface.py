@@ -12,11 +12,12 @@ import os
 import re
 
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
-    CheckpointError, atomic_target, build_config, check_shapes, copy_file, read_json_object,
-    require_file, write_json,
+    CheckpointError, atomic_target, build_config, check_shapes, copy_file, is_file,
+    read_json_object, require_file, write_json,
 )
 
 CONFIG_FILE = "config.json"
@@ -89,16 +90,17 @@ def _normalize_key(key):
 def _load_tensors(directory):
     st_path = os.path.join(directory, SAFETENSORS_FILE)
     pt_path = os.path.join(directory, TORCH_FILE)
-    if os.path.isfile(st_path):
-        from safetensors.numpy import load_file
+    if is_file(st_path):
+        from safetensors.numpy import load
 
         try:
-            return load_file(st_path), st_path
+            with tf.io.gfile.GFile(st_path, "rb") as f:  # local paths, gs://, ram://
+                return load(f.read()), st_path
         except Exception as e:
             raise CheckpointError(
                 f"Cannot read the safetensors file {st_path}: {type(e).__name__}: {e}"
             ) from None
-    if os.path.isfile(pt_path):
+    if is_file(pt_path):
         try:
             import torch
         except ImportError:
@@ -178,7 +180,7 @@ def read_config(directory):
 def recorded_casing(directory):
     """``(what, do_lower_case)`` from ``tokenizer_config.json``, or None when it does not say."""
     path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    if not os.path.isfile(path):
+    if not is_file(path):
         return None
     values = read_json_object(path, "Hugging Face tokenizer config")
     return casing.recorded(path, "do_lower_case", values.get("do_lower_case"))
@@ -251,7 +253,7 @@ def write_directory(directory, config, weights, vocab_path=None):
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 def detect(directory):
     """True when ``directory`` holds a Hugging Face ``config.json``."""
-    return os.path.isfile(os.path.join(directory, CONFIG_FILE))
+    return is_file(os.path.join(directory, CONFIG_FILE))
 
 
 def read_metadata(directory):

@@ -25,7 +25,8 @@ import os
 
 from keras_bert.checkpoints import casing, google
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_vocab, read_json_object, require_file, write_json,
+    CheckpointError, build_config, check_vocab, is_file, read_json_object, require_file,
+    write_json,
 )
 
 METADATA_FILE = "keras_bert.json"
@@ -33,7 +34,7 @@ FORMAT_VERSION = 1
 
 
 def is_layout(directory):
-    return os.path.isfile(os.path.join(directory, METADATA_FILE))
+    return is_file(os.path.join(directory, METADATA_FILE))
 
 
 def read_metadata(directory):

@@ -3,6 +3,8 @@
 import difflib
 import os
 
+import tensorflow as tf
+
 from keras_bert.checkpoints import google, layout
 from keras_bert.checkpoints.common import CheckpointError, check_shapes
 from keras_bert.checkpoints.formats import open_directory
@@ -240,9 +242,9 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset
-    if os.path.isdir(name_or_path):
-        path = os.path.abspath(name_or_path)
-        return Preset(os.path.basename(path), path,
+    if tf.io.gfile.isdir(name_or_path):  # local, or gs:// (read through tf.io.gfile)
+        path = name_or_path if "://" in name_or_path else os.path.abspath(name_or_path)
+        return Preset(os.path.basename(path.rstrip("/")), path,
                       open_directory(path, do_lower_case, require_weights=require_weights))
     if os.path.isfile(name_or_path):
         if name_or_path.lower().endswith(".zip"):
