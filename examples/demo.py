@@ -33,9 +33,9 @@ PRESET = flags.DEFINE_string("preset", "minilm_l6", "Preset to fine-tune (name o
 MODEL_DIR = flags.DEFINE_string("model_dir", "demo_model",
                                 "Where model.keras, metrics.json, checkpoints and logs go.")
 EPOCHS = flags.DEFINE_integer("epochs", 3, "Passes over the training data.")
-BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Examples per step.")
+BATCH_SIZE = flags.DEFINE_integer("batch_size", 16, "Examples per step (BERT's grid: 16 or 32).")
 SEQ_LENGTH = flags.DEFINE_integer("seq_length", 64, "Longest packed sequence (tokens).")
-LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
+LEARNING_RATE = flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (BERT's grid: 5e-5, 3e-5, 2e-5).")
 WARMUP_RATIO = flags.DEFINE_float("warmup_ratio", 0.1, "Share of the steps spent warming up.")
 MAX_TRAIN_EXAMPLES = flags.DEFINE_integer(
     "max_train_examples", 0, "Train on the first N training examples only (0: all).", lower_bound=0)
