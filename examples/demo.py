@@ -35,7 +35,8 @@ MODEL_DIR = flags.DEFINE_string("model_dir", "demo_model",
 EPOCHS = flags.DEFINE_integer("epochs", 3, "Passes over the training data.")
 BATCH_SIZE = flags.DEFINE_integer("batch_size", 16, "Examples per step (BERT's grid: 16 or 32).")
 SEQ_LENGTH = flags.DEFINE_integer("seq_length", 64, "Longest packed sequence (tokens).")
-LEARNING_RATE = flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (BERT's grid: 5e-5, 3e-5, 2e-5).")
+LEARNING_RATE = flags.DEFINE_float("learning_rate", 5e-5,
+                                   "Peak learning rate (BERT's grid: 5e-5, 3e-5, 2e-5).")
 WARMUP_RATIO = flags.DEFINE_float("warmup_ratio", 0.1, "Share of the steps spent warming up.")
 MAX_TRAIN_EXAMPLES = flags.DEFINE_integer(
     "max_train_examples", 0, "Train on the first N training examples only (0: all).", lower_bound=0)
