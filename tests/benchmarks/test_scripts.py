@@ -27,6 +27,8 @@ SMALL_RUNS = {
     "encoder.py": ["--num_layers=1", "--batch_size=1", "--seq_length=8", "--rounds=1",
                    "--steps=1", "--warmup=0", "--precisions=fp32", "--xla=on", "--ceiling=false",
                    "--peers=keras_hub"],
+    "finetune.py": ["--num_layers=1", "--batch_size=2", "--seq_length=8", "--rounds=1",
+                    "--warmup=0", "--precisions=fp32", "--peers=keras_hub,hf_torch"],
     "tokenize.py": ["--max_lines=20", "--repeats=1"],
 }
 

@@ -1,0 +1,192 @@
+"""Fine-tuning step throughput: `BertClassifier` beside keras-hub and Hugging Face torch.
+
+One training step (forward, loss, backward, optimizer update) of a sentence classifier at
+BERT-base size (L12/H768/A12/I3072, vocab 30522, random weights, 2 classes), batch 32 x seq
+128 by default, for:
+
+* keras_bert: `BertClassifier(BertEncoder(config), 2)` compiled with the original recipe
+  (`keras_bert.training.create_optimizer`: AdamW, warm-up + linear decay, clipping 1.0);
+* keras_hub: `keras_hub.models.BertTextClassifier` on a `BertBackbone` of the same size,
+  compiled with `keras.optimizers.AdamW` (clipping 1.0), the same loss;
+* hf_torch: `transformers.BertForSequenceClassification` with `torch.optim.AdamW`, clipping
+  1.0 (bf16: `torch.autocast`).
+
+The Keras models step through ``train_on_batch`` (their compiled train function; ``--xla``
+sets ``jit_compile``); timed rounds are interleaved so a noisy machine hurts all alike, the
+best round counts. Prints examples/s and ours / the fastest peer per precision; the last line
+is one JSON object with every figure.
+
+    python benchmarks/finetune.py --precisions=fp32,mixed_bfloat16 --xla=off,on
+    python benchmarks/finetune.py --num_layers=2 --batch_size=8 --seq_length=32   # quick look
+"""
+
+# benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this
+# folder off the import path (see benchmarks/encoder.py).
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+
+import os  # noqa: E402
+import pathlib  # noqa: E402
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow: keep the table clean
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("batch_size", 32, "Examples per training step.")
+flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
+flags.DEFINE_integer("num_layers", 12, "Transformer blocks (12 = BERT-base).")
+flags.DEFINE_integer("steps", 1, "Training steps per timed round.")
+flags.DEFINE_integer("warmup", 1, "Untimed steps before timing (after tracing/compiling).")
+flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds per model; the best one counts.")
+flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16.")
+flags.DEFINE_list("xla", ["off"], "jit_compile settings for the Keras models: on, off.")
+flags.DEFINE_list("peers", ["keras_hub", "hf_torch"], "Peers to measure: keras_hub, hf_torch.")
+
+_BASE = dict(vocab_size=30522, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
+             max_position_embeddings=512, type_vocab_size=2)
+_POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16"}
+
+
+def _data():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    b, s = FLAGS.batch_size, FLAGS.seq_length
+    ids = rng.integers(1000, _BASE["vocab_size"], size=(b, s), dtype="int32")
+    mask = np.ones_like(ids)
+    mask[: b // 2, s * 3 // 4:] = 0  # some padding, as real batches have
+    types = np.zeros_like(ids)
+    types[:, s // 2:] = 1
+    labels = rng.integers(0, 2, size=(b,), dtype="int32")
+    return ids, mask, types, labels
+
+
+def _keras_runners(precision, ids, mask, types, labels):
+    import keras
+
+    from keras_bert import BertClassifier, BertConfig, BertEncoder
+    from keras_bert.training import create_optimizer
+
+    policy = _POLICY[precision]
+    steps = 10_000  # a schedule long enough never to end during the benchmark
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    runners = []
+    for xla in FLAGS.xla:
+        jit = xla == "on"
+        config = BertConfig(**_BASE, num_hidden_layers=FLAGS.num_layers)
+        ours = BertClassifier(BertEncoder(config, dtype=policy), num_classes=2)
+        ours.compile(optimizer=create_optimizer(5e-5, steps, warmup_ratio=0.1), loss=loss,
+                     jit_compile=jit)
+        x = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+        runners.append((f"keras_bert (xla {xla})", "keras_bert",
+                        lambda m=ours, x=x: m.train_on_batch(x, labels)))
+        if "keras_hub" in FLAGS.peers:
+            import keras_hub
+
+            backbone = keras_hub.models.BertBackbone(
+                vocabulary_size=_BASE["vocab_size"], num_layers=FLAGS.num_layers,
+                num_heads=_BASE["num_attention_heads"], hidden_dim=_BASE["hidden_size"],
+                intermediate_dim=_BASE["intermediate_size"],
+                max_sequence_length=_BASE["max_position_embeddings"], dtype=policy)
+            hub = keras_hub.models.BertTextClassifier(backbone, num_classes=2,
+                                                      preprocessor=None)
+            hub.compile(optimizer=keras.optimizers.AdamW(5e-5, global_clipnorm=1.0),
+                        loss=loss, jit_compile=jit)
+            hx = {"token_ids": ids, "segment_ids": types, "padding_mask": mask.astype(bool)}
+            runners.append((f"keras_hub (xla {xla})", "keras_hub",
+                            lambda m=hub, x=hx: m.train_on_batch(x, labels)))
+    return runners
+
+
+def _torch_runner(precision, ids, mask, types, labels):
+    import torch
+    import transformers
+
+    config = transformers.BertConfig(
+        vocab_size=_BASE["vocab_size"], hidden_size=768, num_hidden_layers=FLAGS.num_layers,
+        num_attention_heads=12, intermediate_size=3072, hidden_act="gelu", num_labels=2,
+        attn_implementation="sdpa")
+    model = transformers.BertForSequenceClassification(config).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01, eps=1e-6)
+    feed = {"input_ids": torch.from_numpy(ids).long(),
+            "attention_mask": torch.from_numpy(mask).long(),
+            "token_type_ids": torch.from_numpy(types).long(),
+            "labels": torch.from_numpy(labels).long()}
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=precision == "mixed_bfloat16"):
+            loss = model(**feed).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    return ("hf_torch", "hf_torch", step)
+
+
+def _measure(runners):
+    """Examples/s of each runner in each interleaved round."""
+    for _, _, run in runners:
+        for _ in range(FLAGS.warmup + 1):  # + 1: tracing / compiling
+            run()
+    rounds = [[] for _ in runners]
+    order = list(enumerate(runners))
+    for _ in range(FLAGS.rounds):
+        order.reverse()  # alternate who goes first
+        for i, (_, _, run) in order:
+            start = time.perf_counter()
+            for _ in range(FLAGS.steps):
+                run()
+            rounds[i].append(FLAGS.batch_size * FLAGS.steps / (time.perf_counter() - start))
+    return [max(r) for r in rounds]
+
+
+def main(argv):
+    del argv
+    import keras_bert  # noqa: F401  (selects the TensorFlow backend, quietly)
+
+    ids, mask, types, labels = _data()
+    results = []
+    for precision in FLAGS.precisions:
+        if precision not in _POLICY:
+            raise app.UsageError(f"--precisions: {precision!r} is not one of {list(_POLICY)}")
+        runners = _keras_runners(precision, ids, mask, types, labels)
+        if "hf_torch" in FLAGS.peers:
+            runners.append(_torch_runner(precision, ids, mask, types, labels))
+        best = _measure(runners)
+        ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
+        peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
+        fastest_peer = max(peers) if peers else None
+        for (name, kind, _), value in zip(runners, best):
+            results.append({"precision": precision, "model": name, "examples_per_s": value})
+        results.append({"precision": precision, "model": "ratio ours / fastest peer",
+                        "examples_per_s": ours / fastest_peer if fastest_peer else None})
+
+    print(f"fine-tuning step, L{FLAGS.num_layers}/H768, batch {FLAGS.batch_size} x seq "
+          f"{FLAGS.seq_length}, best of {FLAGS.rounds} rounds of {FLAGS.steps} step(s)")
+    print(f"| {'precision':14} | {'model':26} | {'examples/s':>10} |")
+    print(f"|{'-' * 16}|{'-' * 28}|{'-' * 12}|")
+    for r in results:
+        value = r["examples_per_s"]
+        shown = "n/a" if value is None else (f"{value:.2f}x" if r["model"].startswith("ratio")
+                                             else f"{value:.2f}")
+        print(f"| {r['precision']:14} | {r['model']:26} | {shown:>10} |")
+    print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+                      "num_layers": FLAGS.num_layers, "results": results}))
+
+
+if __name__ == "__main__":
+    app.run(main)
