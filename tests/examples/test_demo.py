@@ -16,7 +16,8 @@ def run(tmp_path_factory):
     model_dir = tmp_path_factory.mktemp("demo")
     result = subprocess.run(
         [sys.executable, str(REPO / "examples" / "demo.py"), "--max_train_examples=256",
-         "--epochs=2", "--seq_length=32", "--learning_rate=2e-4", f"--model_dir={model_dir}"],
+         "--epochs=2", "--seq_length=32", "--learning_rate=2e-4", "--batch_size=32",
+         f"--model_dir={model_dir}"],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     return result, model_dir
 
