@@ -135,3 +135,37 @@ def load(cache_dir=None, seed=0, fractions=(0.8, 0.1, 0.1)):
     parts = (examples[:cut1], examples[cut1:cut2], examples[cut2:])
     return {name: ([t for t, _ in part], [label for _, label in part])
             for name, part in zip(SPLITS, parts)}
+
+
+def sentiment_pairs(texts, labels, num_pairs, seed=0):
+    """A sentence-pair task from one split: pairs of snippets labelled 1 when both have the
+    same sentiment, 0 otherwise, half of each, drawn with ``random.Random(seed)``.
+
+    Returns ``((texts_a, texts_b), pair_labels)``, the form a `BertClassifier` with a
+    `BertPreprocessor` takes for pairs.
+
+    >>> (a, b), y = sentiment_pairs(["good", "fine", "bad", "awful"], [1, 1, 0, 0], 4)
+    >>> len(a), len(b), sorted(y)
+    (4, 4, [0, 0, 1, 1])
+    """
+    by_label = {0: [t for t, y in zip(texts, labels) if y == 0],
+                1: [t for t, y in zip(texts, labels) if y == 1]}
+    if min(len(v) for v in by_label.values()) < 2:
+        raise ValueError("sentiment_pairs needs at least two snippets of each sentiment.")
+    rng = random.Random(seed)
+    a, b, y = [], [], []
+    for i in range(num_pairs):
+        same = i % 2 == 0
+        first = rng.choice((0, 1))
+        second = first if same else 1 - first
+        i1 = rng.randrange(len(by_label[first]))
+        i2 = rng.randrange(len(by_label[second]))
+        if same and i2 == i1:  # never a snippet paired with itself
+            i2 = (i2 + 1) % len(by_label[second])
+        x1, x2 = by_label[first][i1], by_label[second][i2]
+        a.append(x1)
+        b.append(x2)
+        y.append(int(same))
+    order = list(range(num_pairs))
+    rng.shuffle(order)
+    return ([a[i] for i in order], [b[i] for i in order]), [y[i] for i in order]

@@ -82,3 +82,17 @@ def test_malformed_lines_name_the_line(tmp_path, lines, message):
 def test_bad_fractions():
     with pytest.raises(ValueError, match="three positive shares"):
         movie_reviews.load(fractions=(0.5, 0.5))
+
+
+def test_sentiment_pairs_are_balanced_and_never_self_pairs():
+    from keras_bert.data.movie_reviews import sentiment_pairs
+
+    texts = [f"p{i}" for i in range(5)] + [f"n{i}" for i in range(5)]
+    labels = [1] * 5 + [0] * 5
+    (a, b), y = sentiment_pairs(texts, labels, 200, seed=3)
+    assert len(a) == len(b) == len(y) == 200 and sum(y) == 100
+    for first, second, same in zip(a, b, y):
+        assert (first[0] == second[0]) == bool(same) and first != second
+    assert sentiment_pairs(texts, labels, 200, seed=3) == ((a, b), y)
+    with pytest.raises(ValueError, match="at least two snippets of each sentiment"):
+        sentiment_pairs(["p"], [1], 2)
