@@ -24,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the k
 
 from absl import app, flags, logging  # noqa: E402
 
-TASKS = ("classification", "regression", "tagging", "multiple_choice")
+TASKS = ("classification", "regression", "tagging", "multiple_choice", "squad")
 PRECISIONS = {"none": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 flags.DEFINE_string("preset", None, "Preset name (keras_bert.presets()) or directory.",
@@ -53,6 +53,17 @@ flags.DEFINE_string("model_dir", None, "Where the run's outputs go.", required=T
 flags.DEFINE_string("export_dir", None, "Also export a SavedModel here (TF Serving layout: "
                     "<base>/<name>/<version>).")
 flags.DEFINE_integer("seed", 0, "Random seed.")
+# SQuAD (--task=squad; --train_file/--eval_file are SQuAD JSON), as run_squad.py's flags.
+flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: questions may have no answer.")
+flags.DEFINE_integer("doc_stride", 128, "SQuAD: tokens between the starts of windows.",
+                     lower_bound=1)
+flags.DEFINE_integer("max_query_length", 64, "SQuAD: longest question, in tokens.",
+                     lower_bound=1)
+flags.DEFINE_integer("n_best_size", 20, "SQuAD: spans considered per question.", lower_bound=1)
+flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer, in tokens.",
+                     lower_bound=1)
+flags.DEFINE_float("null_score_diff_threshold", 0.0, "SQuAD 2.0: answer '' when the null "
+                   "score beats the best span by more than this.")
 FLAGS = flags.FLAGS
 
 
@@ -72,6 +83,8 @@ def main(argv):
     from keras_bert.training import finetune
 
     keras.utils.set_random_seed(FLAGS.seed)
+    if FLAGS.task == "squad":
+        return _squad(keras_bert)
     try:
         splits = sources.load_splits(
             FLAGS.task, tfds_name=FLAGS.tfds_name, train_file=FLAGS.train_file,
@@ -95,6 +108,37 @@ def main(argv):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
     print(f"Wrote {FLAGS.model_dir}/model.keras and metrics.json"
           + (f"; exported to {FLAGS.export_dir}" if FLAGS.export_dir else ""))
+
+
+def _squad(keras_bert):
+    from keras_bert.training import squad
+
+    if FLAGS.tfds_name:
+        sys.exit("finetune.py: --task=squad reads SQuAD JSON: give --train_file (and "
+                 "--eval_file), e.g. train-v1.1.json and dev-v1.1.json.")
+    try:
+        model = keras_bert.BertSpanLabeler.from_preset(
+            FLAGS.preset, seq_length=FLAGS.seq_length,
+            dtype=PRECISIONS[FLAGS.mixed_precision])
+        print(f"BertSpanLabeler from {FLAGS.preset!r}: SQuAD "
+              f"{'2.0' if FLAGS.version_2_with_negative else '1.1'} from {FLAGS.train_file}",
+              flush=True)
+        with keras_bert.backend.quiet_native_stderr():
+            metrics = squad.run(
+                model, FLAGS.train_file, FLAGS.eval_file,
+                version_2_with_negative=FLAGS.version_2_with_negative,
+                max_seq_length=FLAGS.seq_length, doc_stride=FLAGS.doc_stride,
+                max_query_length=FLAGS.max_query_length, batch_size=FLAGS.batch_size,
+                epochs=FLAGS.epochs, learning_rate=FLAGS.learning_rate,
+                warmup_ratio=FLAGS.warmup_ratio, n_best_size=FLAGS.n_best_size,
+                max_answer_length=FLAGS.max_answer_length,
+                null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+                model_dir=FLAGS.model_dir, jit_compile=FLAGS.jit_compile)
+    except (ValueError, TypeError, OSError, keras_bert.checkpoints.CheckpointError) as error:
+        sys.exit(f"finetune.py: {error}")
+    for name, value in sorted(metrics.items()):
+        print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
+    print(f"Wrote {FLAGS.model_dir}/model.keras, metrics.json and predictions.json")
 
 
 def _model(keras_bert, num_classes):

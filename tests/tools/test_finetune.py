@@ -134,3 +134,55 @@ def test_flag_errors(preset, tmp_path):
     result = _tool(f"--preset={preset}", f"--model_dir={tmp_path}")
     assert result.returncode == 1
     assert "Give --tfds_name or --train_file" in result.stderr
+
+
+def _squad_json(version_2=False):
+    paragraphs = [
+        {"context": "the cat sat and the dog ran", "qas": [
+            {"id": "q1", "question": "who sat", "answers": [{"text": "the cat",
+                                                             "answer_start": 0}]},
+            {"id": "q2", "question": "who ran", "answers": [{"text": "the dog",
+                                                             "answer_start": 16}]}]},
+        {"context": "paris is red but london is blue", "qas": [
+            {"id": "q3", "question": "what is red", "answers": [{"text": "paris",
+                                                                 "answer_start": 0}]},
+            {"id": "q4", "question": "what is blue", "answers": [{"text": "london",
+                                                                  "answer_start": 17}]}]},
+    ]
+    if version_2:  # SQuAD 2.0 marks every question, as run_squad.py requires
+        for paragraph in paragraphs:
+            for qa in paragraph["qas"]:
+                qa["is_impossible"] = False
+        paragraphs[0]["qas"].append({"id": "q5", "question": "who is good", "answers": [],
+                                     "is_impossible": True})
+    return json.dumps({"version": "2.0" if version_2 else "1.1",
+                       "data": [{"title": "t", "paragraphs": paragraphs}]})
+
+
+@pytest.mark.parametrize("version_2", [False, True])
+def test_squad_writes_predictions_and_official_metrics(preset, tmp_path, version_2):
+    data = _write(tmp_path / "squad.json", _squad_json(version_2))
+    model_dir = tmp_path / "run"
+    flags = [f"--preset={preset}", "--task=squad", f"--train_file={data}",
+             f"--eval_file={data}", f"--model_dir={model_dir}", "--doc_stride=4",
+             "--max_query_length=4", "--batch_size=4"]
+    result = _tool(*flags, *(["--version_2_with_negative"] if version_2 else []))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("BertSpanLabeler from ")
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert {"exact_match", "f1", "train_features", "eval_examples"} <= set(metrics)
+    assert 0 <= metrics["exact_match"] <= metrics["f1"] <= 100
+    predictions = json.loads((model_dir / "predictions.json").read_text())
+    assert sorted(predictions) == ["q1", "q2", "q3", "q4"] + (["q5"] if version_2 else [])
+    assert (model_dir / "nbest_predictions.json").is_file()
+    assert (model_dir / "null_odds.json").is_file() == version_2
+    assert (model_dir / "model.keras").is_file()
+
+
+def test_squad_bad_json_names_the_file(preset, tmp_path):
+    data = _write(tmp_path / "squad.json", '{"data": [{"paragraphs": [{"qas": []}]}]}')
+    result = _tool(f"--preset={preset}", "--task=squad", f"--train_file={data}",
+                   f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 1
+    assert result.stderr.startswith("finetune.py: ") and "context" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
