@@ -32,8 +32,8 @@ def extract_features(encoder, preprocessor, texts, texts_b=None, layers=None, ba
     ...                                ["the cat sat"], layers=[-1, -2]))
     >>> [f["token"] for f in record["features"]]
     ['[CLS]', 'the', 'cat', 'sat', '[SEP]']
-    >>> [layer["index"] for layer in record["features"][0]["layers"]], \
-    ...     len(record["features"][0]["layers"][0]["values"])
+    >>> first = record["features"][0]["layers"]
+    >>> [layer["index"] for layer in first], len(first[0]["values"])
     ([-1, -2], 4)
     """
     num_layers = encoder.bert_config.num_hidden_layers
