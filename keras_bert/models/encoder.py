@@ -54,6 +54,10 @@ class BertEncoder(PresetMixin, keras.Model):
     Real weights come from a preset: ``BertEncoder.from_preset("base")`` (a name from
     ``keras_bert.presets()``, or a checkpoint directory or zip); ``encoder.save_to_preset(dir)``
     writes config, vocabulary and weights in a layout ``from_preset(dir)`` loads back.
+    ``from_preset`` keeps the preset's vocabulary, casing and name on the encoder
+    (``vocabulary``, ``do_lower_case``, ``preset_name``) for ``save_to_preset``, though the
+    encoder itself never reads them; a ``.keras`` file keeps them too (the vocabulary as the
+    asset ``vocabulary.txt``, the others in ``get_config``).
 
     Inputs are checked where they enter, before any layer runs: the three must be integer
     tensors (any int dtype; ``input_mask`` may be bool) of one shape ``[batch, seq]``, with
@@ -135,7 +139,8 @@ class BertEncoder(PresetMixin, keras.Model):
         self.embeddings = embeddings
         self.transformer_blocks = blocks
         self.pooler = pooler
-        # Set by from_preset; carried by save_to_preset.
+        # Set by from_preset; written by save_to_preset, kept by a .keras round trip
+        # (see PresetMixin): the vocabulary as an asset, casing and name in get_config.
         self.vocab_path = None
         self.do_lower_case = None
         self.preset_name = None
@@ -225,14 +230,18 @@ class BertEncoder(PresetMixin, keras.Model):
     # ------------------------------------------------------------ config
     def get_config(self):
         return {"config": self.bert_config.to_dict(), "name": self.name, "trainable": self.trainable,
-                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+                **self.preset_config()}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        preset_state = cls.pop_preset_config(config)
         if "dtype" in config and isinstance(config["dtype"], dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        model = cls(**config)
+        model.set_preset_config(preset_state)
+        return model
 
 
 def _bool_as_int(x, name):

@@ -10,11 +10,34 @@ A model class mixes it in and provides, if it differs from the defaults here:
 * ``_preset_config()``: the `BertConfig` to save (default: ``self.bert_config``);
 * ``_preset_model_arguments()``: the constructor arguments ``from_preset`` passes on
   (default: the keyword parameters of ``__init__`` but ``config``).
+
+What ``from_preset`` records on the model besides its weights, so that ``save_to_preset``
+writes a preset that loads fully (vocabulary and casing included), and what a ``.keras`` round
+trip keeps of it:
+
+* ``vocabulary``: the preset's tokens (a list, or None for a preset without one). The model
+  does not use it; it is kept for ``save_to_preset`` and, as the text layers keep theirs, it
+  is a file asset of a ``.keras`` file (``vocabulary.txt``, ``save_assets``/``load_assets``),
+  not part of ``get_config``.
+* ``vocab_path``: the file the vocabulary was read from (None after a ``.keras`` load).
+  Setting it reads that file into ``vocabulary`` at once (FileNotFoundError if there is
+  none); setting None drops the vocabulary.
+* ``do_lower_case`` and ``preset_name``: the preset's casing and name, in ``get_config``
+  (see `preset_config` and `pop_preset_config`).
 """
+
+import contextlib
+import os
+import shutil
+import tempfile
 
 from keras_bert.config import BertConfig
 from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 from keras_bert.presets import load_preset
+from keras_bert.text import vocab as vocab_lib
+
+# The get_config keys that carry what from_preset records (besides the vocabulary asset).
+PRESET_CONFIG_KEYS = ("do_lower_case", "preset_name")
 
 # Keyword arguments of from_preset that steer loading rather than the model.
 _LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")
@@ -37,8 +60,71 @@ def split_kwargs(cls, kwargs):
     return load, overrides, model
 
 
+@contextlib.contextmanager
+def vocabulary_file(tokens):
+    """A temporary ``vocab.txt`` holding ``tokens`` (None for None), for writers that take
+    a path; removed afterwards."""
+    if tokens is None:
+        yield None
+        return
+    tmp = tempfile.mkdtemp(prefix="keras_bert_vocab_")
+    try:
+        path = os.path.join(tmp, "vocab.txt")
+        vocab_lib.write_vocabulary(list(tokens), path)
+        yield path
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 class PresetMixin:
-    """Adds ``from_preset`` and ``save_to_preset`` to a model with canonical weights."""
+    """Adds ``from_preset`` and ``save_to_preset`` to a model with canonical weights, and
+    keeps what ``from_preset`` records on it through a ``.keras`` round trip (see the
+    module docstring)."""
+
+    vocabulary = None
+    do_lower_case = None
+    preset_name = None
+    _vocab_source = None
+
+    # ---------------------------------------------------------------- preset state
+    @property
+    def vocab_path(self):
+        """The file ``vocabulary`` was read from, or None."""
+        return self._vocab_source
+
+    @vocab_path.setter
+    def vocab_path(self, path):
+        self.vocabulary = None if path is None else vocab_lib.load_vocabulary(path)
+        self._vocab_source = None if path is None else os.fspath(path)
+
+    def preset_config(self):
+        """The ``get_config`` entries of the preset state (casing and name)."""
+        return {key: getattr(self, key) for key in PRESET_CONFIG_KEYS}
+
+    @staticmethod
+    def pop_preset_config(config):
+        """Removes the preset state from a ``config`` dict (it holds no constructor
+        arguments) and returns it, for ``set_preset_config`` once the model is built."""
+        return {key: config.pop(key) for key in PRESET_CONFIG_KEYS if key in config}
+
+    def set_preset_config(self, state):
+        for key, value in state.items():
+            setattr(self, key, value)
+
+    def save_assets(self, dir_path):
+        """Writes the vocabulary (if any) to ``dir_path``/vocabulary.txt; Keras calls it
+        when saving a ``.keras`` file."""
+        if self.vocabulary is not None:
+            vocab_lib.write_vocabulary(list(self.vocabulary),
+                                       os.path.join(dir_path, vocab_lib.ASSET_FILE))
+
+    def load_assets(self, dir_path):
+        """Reads the vocabulary ``save_assets`` wrote, if there is one."""
+        import tensorflow as tf
+
+        path = os.path.join(dir_path, vocab_lib.ASSET_FILE) if dir_path else None
+        if path and tf.io.gfile.exists(path):
+            self.vocabulary = vocab_lib.load_vocabulary(path)
 
     @classmethod
     def from_preset(cls, name_or_path, load_weights=True, **kwargs):
@@ -62,28 +148,32 @@ class PresetMixin:
         model = cls._from_preset_config(config, **kwargs)
         if load_weights:
             model._load_preset_weights(preset.weights(config), source=preset.path)
-        model.vocab_path = preset.vocab_path
+        model.vocab_path = preset.vocab_path  # reads the tokens into model.vocabulary
         model.do_lower_case = preset.do_lower_case
         model.preset_name = preset.name
         return model
 
     def save_to_preset(self, directory):
-        """Writes config, vocabulary and weights in keras_bert's layout.
+        """Writes config, vocabulary (``self.vocabulary``, if any) and weights in keras_bert's
+        layout.
 
         The layout (`keras_bert.checkpoints.layout`) is a Google checkpoint directory plus
-        ``keras_bert.json``; ``from_preset(directory)`` loads it back.
+        ``keras_bert.json``; ``from_preset(directory)`` loads it back. A model from
+        ``from_preset``, or loaded from a ``.keras`` file of one, writes the preset's
+        vocabulary and casing; one built from a config alone writes none.
         """
         from keras_bert.checkpoints import layout
 
-        layout.write(
-            directory,
-            self._preset_config(),
-            self._preset_weights(),
-            vocab_path=getattr(self, "vocab_path", None),
-            do_lower_case=getattr(self, "do_lower_case", None),
-            name=getattr(self, "preset_name", None) or self.name,
-            source=type(self).__name__,
-        )
+        with vocabulary_file(self.vocabulary) as vocab_path:
+            layout.write(
+                directory,
+                self._preset_config(),
+                self._preset_weights(),
+                vocab_path=vocab_path,
+                do_lower_case=self.do_lower_case,
+                name=self.preset_name or self.name,
+                source=type(self).__name__,
+            )
         return directory
 
     # ---------------------------------------------------------------- hooks

@@ -455,7 +455,9 @@ def _check_preprocessor(encoder, preprocessor):
         return
     config = encoder.bert_config
     tokenizer = getattr(preprocessor, "tokenizer", None)
-    if tokenizer is not None and tokenizer.vocabulary_size != config.vocab_size:
+    # (A tokenizer made from a config gets its vocabulary later, from the .keras assets.)
+    if (tokenizer is not None and tokenizer.vocabulary is not None
+            and tokenizer.vocabulary_size != config.vocab_size):
         raise ValueError(
             f"The preprocessor's vocabulary has {tokenizer.vocabulary_size} tokens but the "
             f"encoder's vocab_size is {config.vocab_size}: they do not belong together (use "

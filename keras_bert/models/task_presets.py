@@ -8,9 +8,6 @@ arguments) and the preprocessor's arguments, so ``BertClassifier.from_preset(sav
 rebuilds the same model without being told ``num_classes`` again.
 """
 
-import os
-import shutil
-import tempfile
 import warnings
 
 import numpy as np
@@ -18,6 +15,7 @@ import numpy as np
 from keras_bert.config import BertConfig
 from keras_bert.layers.arguments import check_kwargs, keyword_parameters  # noqa: F401
 from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.preset_mixin import vocabulary_file
 from keras_bert.presets import load_preset
 from keras_bert.text.tokenizer import BertTokenizer
 
@@ -137,16 +135,14 @@ def save_task_to_preset(model, directory):
         pre_config = model.preprocessor.get_config()
         extra[PREPROCESSOR_KEY] = {k: pre_config[k] for k in _preprocessor_arguments(type(model))
                                    if k in pre_config}
-    tmp = tempfile.mkdtemp(prefix="keras_bert_vocab_")
-    try:
-        vocab_path = None
-        if tokenizer is not None:
-            vocab_path = os.path.join(tmp, "vocab.txt")
-            with open(vocab_path, "w", encoding="utf-8") as f:
-                f.write("".join(token + "\n" for token in tokenizer.get_vocabulary()))
+    # The preprocessor's vocabulary and casing; without a preprocessor, the encoder's (what
+    # its from_preset recorded), if any.
+    if tokenizer is not None:
+        tokens, do_lower_case = tokenizer.get_vocabulary(), tokenizer.do_lower_case
+    else:
+        tokens, do_lower_case = model.encoder.vocabulary, model.encoder.do_lower_case
+    with vocabulary_file(tokens) as vocab_path:
         layout.write(directory, model.encoder.bert_config, weights, vocab_path=vocab_path,
-                     do_lower_case=None if tokenizer is None else tokenizer.do_lower_case,
-                     name=model.name, source=type(model).__name__, extra=extra)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+                     do_lower_case=do_lower_case, name=model.name,
+                     source=type(model).__name__, extra=extra)
     return directory

@@ -42,6 +42,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
                  random_token_rate=0.1, whole_word_masking=False, seed=None, **kwargs):
         super().__init__(tokenizer, seq_length=seq_length, truncator=truncator,
                          do_lower_case=do_lower_case, **kwargs)
+        # The masker holds the vocabulary too (None until the tokenizer has one), and so
+        # saves it as its own asset.
         self.masker = MaskedLMMasker(
             self.tokenizer.vocabulary, mask_rate=mask_rate,
             max_predictions_per_seq=max_predictions_per_seq, mask_token_rate=mask_token_rate,
@@ -49,6 +51,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
             seed=seed)
 
     def call(self, x, y=None, sample_weight=None, seq_length=None):
+        if self.masker.vocabulary is None and self.tokenizer.vocabulary is not None:
+            self.masker.set_vocabulary(self.tokenizer.vocabulary)  # given to the tokenizer
         packed = super().call(x, seq_length=seq_length)
         masked = self.masker(packed)
         features = {k: masked[k] for k in ("input_word_ids", "input_mask", "input_type_ids",

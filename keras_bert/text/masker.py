@@ -1,5 +1,7 @@
 """`MaskedLMMasker`: dynamic masked-LM masking of packed BERT inputs, in graph."""
 
+import os
+
 import keras
 import tensorflow as tf
 
@@ -36,7 +38,10 @@ class MaskedLMMasker(keras.layers.Layer):
 
     Args:
       vocabulary: list of tokens or path to `vocab.txt` (for the special ids, the `##` pieces
-        and the ids random replacement draws from).
+        and the ids random replacement draws from). None makes a masker without one yet (as
+        `from_config` does), given one by `set_vocabulary` or `load_assets`; calling it
+        before raises ValueError saying so. As `BertTokenizer`'s, the vocabulary is a file
+        asset (`vocabulary.txt` of a `.keras` file), not part of `get_config`.
       mask_rate: share of the maskable tokens to predict, in (0, 1].
       max_predictions_per_seq: most predictions per sequence (the output width), an int >= 1.
       mask_token_rate, random_token_rate: the 80/10 of 80/10/10 (each in [0, 1], sum <= 1).
@@ -72,7 +77,7 @@ class MaskedLMMasker(keras.layers.Layer):
 
     def __init__(
         self,
-        vocabulary,
+        vocabulary=None,
         mask_rate=0.15,
         max_predictions_per_seq=20,
         mask_token_rate=0.8,
@@ -87,8 +92,6 @@ class MaskedLMMasker(keras.layers.Layer):
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self.vocabulary = vocab_lib.load_vocabulary(vocabulary)
-        vocab_lib.check_vocabulary(self.vocabulary)
         self.mask_rate = checks.number("mask_rate", mask_rate, 0.0, 1.0, low_open=True)
         self.max_predictions_per_seq = checks.integer(
             "max_predictions_per_seq", max_predictions_per_seq, minimum=1, maximum=MAX_PREDICTIONS
@@ -104,26 +107,50 @@ class MaskedLMMasker(keras.layers.Layer):
         if seed is not None:
             seed = checks.integer("seed", seed, minimum=0, maximum=2**63 - 1)
         self.seed = seed
-        ids = vocab_lib.special_token_ids(self.vocabulary)
-        self.mask_token_id = ids[vocab_lib.MASK]
-        self._never = [ids[vocab_lib.CLS], ids[vocab_lib.SEP], ids[vocab_lib.PAD]]
-        self._is_continuation = [t.startswith("##") for t in self.vocabulary]
+        self.set_vocabulary(vocabulary)
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.built = True
+
+    def set_vocabulary(self, vocabulary):
+        """Sets (or with None, clears) the vocabulary: a `vocab.txt` path or a list of tokens."""
+        if vocabulary is None:
+            self.vocabulary = self.mask_token_id = self._never = None
+            self._is_continuation = self._random_ids = None
+            return
+        tokens = vocab_lib.load_vocabulary(vocabulary)
+        vocab_lib.check_vocabulary(tokens)
         # Random replacements: ordinary tokens only, no "[...]" specials or unused slots.
-        self._random_ids = [
-            i for i, t in enumerate(self.vocabulary)
-            if not (t.startswith("[") and t.endswith("]"))
-        ]
-        if not self._random_ids and self.random_token_rate > 0:
+        random_ids = [i for i, t in enumerate(tokens)
+                      if not (t.startswith("[") and t.endswith("]"))]
+        if not random_ids and self.random_token_rate > 0:
             raise ValueError(
                 "random_token_rate > 0 needs ordinary tokens to draw from, but every token of "
                 "the vocabulary is a [...] special one; use random_token_rate=0"
             )
-        self.seed_generator = keras.random.SeedGenerator(seed)
-        self.built = True
+        ids = vocab_lib.special_token_ids(tokens)
+        self.vocabulary = tokens
+        self.mask_token_id = ids[vocab_lib.MASK]
+        self._never = [ids[vocab_lib.CLS], ids[vocab_lib.SEP], ids[vocab_lib.PAD]]
+        self._is_continuation = [t.startswith("##") for t in tokens]
+        self._random_ids = random_ids
+
+    def save_assets(self, dir_path):
+        """Writes the vocabulary to `dir_path`/vocabulary.txt (Keras calls it when saving)."""
+        if self.vocabulary is not None:
+            vocab_lib.write_vocabulary(self.vocabulary,
+                                       os.path.join(dir_path, vocab_lib.ASSET_FILE))
+
+    def load_assets(self, dir_path):
+        """Reads the vocabulary `save_assets` wrote; without that file (an older `.keras`
+        whose config held the vocabulary) it stays as it is."""
+        path = os.path.join(dir_path, vocab_lib.ASSET_FILE) if dir_path else None
+        if path and tf.io.gfile.exists(path):
+            self.set_vocabulary(path)
 
     def _checked_inputs(self, inputs):
         """(features, ids int32 [B, S], valid bool [B, S]), every check passed before them."""
         where = "MaskedLMMasker"
+        vocab_lib.require(self.vocabulary, where)
         features = dict(inputs) if isinstance(inputs, dict) else {}
         if isinstance(inputs, dict) and "input_word_ids" not in inputs:
             raise ValueError(f"{where}: the inputs have no 'input_word_ids' (keys: "
@@ -245,7 +272,6 @@ class MaskedLMMasker(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "vocabulary": list(self.vocabulary),
                 "mask_rate": self.mask_rate,
                 "max_predictions_per_seq": self.max_predictions_per_seq,
                 "mask_token_rate": self.mask_token_rate,

@@ -98,11 +98,7 @@ class BertPreprocessor(keras.layers.Layer):
             tokenizer = BertTokenizer(tokenizer, do_lower_case=do_lower_case)
         self.tokenizer = tokenizer
         self.packer = BertPackInputs(
-            seq_length=seq_length,
-            start_of_sequence_id=tokenizer.cls_token_id,
-            end_of_segment_id=tokenizer.sep_token_id,
-            padding_id=tokenizer.pad_token_id,
-            truncator=truncator,
+            seq_length=seq_length, truncator=truncator, **special_ids(tokenizer)
         )
         self.seq_length = self.packer.seq_length
         self.truncator = truncator
@@ -133,6 +129,7 @@ class BertPreprocessor(keras.layers.Layer):
         return checks.after(batch_sizes, texts)
 
     def call(self, x, y=None, sample_weight=None, seq_length=None):
+        sync_packer(self.packer, self.tokenizer)
         segments = [self.tokenizer.tokenize(t) for t in self._checked_texts(x)]
         out = self.packer(segments, seq_length=seq_length)
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
@@ -176,6 +173,26 @@ class BertPreprocessor(keras.layers.Layer):
         )
         tokenizer = BertTokenizer.from_preset(preset, do_lower_case=do_lower_case)
         return cls(tokenizer, seq_length=seq_length, truncator=truncator, **kwargs)
+
+
+def special_ids(tokenizer):
+    """The packer's id arguments from `tokenizer`; none (the packer's defaults, replaced by
+    `sync_packer` before use) while the tokenizer waits for its vocabulary asset."""
+    if tokenizer.vocabulary is None:
+        return {}
+    return {"start_of_sequence_id": tokenizer.cls_token_id,
+            "end_of_segment_id": tokenizer.sep_token_id,
+            "padding_id": tokenizer.pad_token_id}
+
+
+def sync_packer(packer, tokenizer):
+    """Gives `packer` the special ids of `tokenizer`'s vocabulary, which may have come after
+    the packer was made (from a `.keras` file's assets, or `set_vocabulary`). ValueError
+    when the tokenizer has none."""
+    ids = special_ids(tokenizer) or {"start_of_sequence_id": tokenizer.cls_token_id}
+    for name, value in ids.items():
+        if getattr(packer, name) != value:
+            setattr(packer, name, value)
 
 
 def text_segments(x):

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.text.packer import BertPackInputs
+from keras_bert.text.preprocessor import special_ids, sync_packer
 from keras_bert.text.tokenizer import BertTokenizer
 
 
@@ -47,14 +48,13 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer):
             tokenizer = BertTokenizer(tokenizer, do_lower_case=do_lower_case)
         self.tokenizer = tokenizer
         self.seq_length = int(seq_length)
-        self.packer = BertPackInputs(seq_length=self.seq_length,
-                                     start_of_sequence_id=tokenizer.cls_token_id,
-                                     end_of_segment_id=tokenizer.sep_token_id,
-                                     padding_id=tokenizer.pad_token_id, truncator="waterfall")
+        self.packer = BertPackInputs(seq_length=self.seq_length, truncator="waterfall",
+                                     **special_ids(tokenizer))
         self.built = True
 
     def _pieces(self, words):
         """[batch, (words)] strings -> ids [batch, (words), (pieces)]."""
+        sync_packer(self.packer, self.tokenizer)
         words = _ragged_words(words)
         flat = self.tokenizer.tokenize(words.flat_values)  # [words, (pieces)]
         return tf.RaggedTensor.from_row_splits(flat, tf.cast(words.row_splits, tf.int64))

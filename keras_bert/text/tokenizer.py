@@ -28,12 +28,19 @@ class BertTokenizer(keras.layers.Layer):
       vocabulary: path to a BERT `vocab.txt` (UTF-8; a byte-order mark is dropped), or a list
         of tokens (id = position). It must hold `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and
         `[MASK]`, no token twice, none over 256 UTF-8 bytes (after a `##`) or with a NUL.
+        None makes a tokenizer without one yet (as `from_config` does), to be given one by
+        `set_vocabulary` or `load_assets`; using it before raises ValueError saying so.
       do_lower_case: lower-case and strip accents (uncased models) or not (cased models).
       max_chars_per_word: words longer than this (in characters, 1 to 2**20) become `[UNK]`.
 
     Inputs: a string tensor of any shape (a scalar, a batch [batch], [batch, n], ...), or
     str/bytes or (nested, rectangular) lists of them; the ids are ragged int32 with one
     more dimension, [..., (tokens)].
+
+    The vocabulary is a file asset, as in keras-hub's `WordPieceTokenizer`: `get_config`
+    does not hold it; a `.keras` file keeps it as `vocabulary.txt` in its assets
+    (`save_assets`/`load_assets`). An older config that still holds a `"vocabulary"` list
+    loads as before.
 
     Raises:
       ValueError: a bad vocabulary (missing special token, duplicates, a token WordPiece
@@ -56,7 +63,7 @@ class BertTokenizer(keras.layers.Layer):
     array([b'the quick fox .'], dtype=object)
     """
 
-    def __init__(self, vocabulary, do_lower_case=True, max_chars_per_word=200, **kwargs):
+    def __init__(self, vocabulary=None, do_lower_case=True, max_chars_per_word=200, **kwargs):
         checks.unknown_kwargs(
             "BertTokenizer", kwargs, checks.parameter_names(BertTokenizer.__init__)
         )
@@ -66,55 +73,89 @@ class BertTokenizer(keras.layers.Layer):
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
-        self.vocabulary = vocab_lib.load_vocabulary(vocabulary)
-        path = vocabulary if isinstance(vocabulary, (str, os.PathLike)) else None
-        vocab_lib.check_vocabulary(self.vocabulary, path=path)
+        self.set_vocabulary(vocabulary)
         self.do_lower_case = checks.boolean("do_lower_case", do_lower_case)
         self.max_chars_per_word = checks.integer(
             "max_chars_per_word", max_chars_per_word, minimum=1, maximum=MAX_CHARS_PER_WORD
         )
-        self._ids = {t: i for i, t in enumerate(self.vocabulary)}
-        self.special_token_ids = vocab_lib.special_token_ids(self.vocabulary)
-        self._wordpiece = None
         normalization.patterns()  # build the character classes now, outside any tracing
 
     # ---- vocabulary ---------------------------------------------------------------------
+    def set_vocabulary(self, vocabulary):
+        """Sets (or with None, clears) the vocabulary: a `vocab.txt` path or a list of tokens,
+        checked as the constructor checks it."""
+        self._wordpiece = None
+        if vocabulary is None:
+            self.vocabulary = None
+            self._ids = None
+            self.special_token_ids = None
+            return
+        tokens = vocab_lib.load_vocabulary(vocabulary)
+        path = vocabulary if isinstance(vocabulary, (str, os.PathLike)) else None
+        vocab_lib.check_vocabulary(tokens, path=path)
+        self.vocabulary = tokens
+        self._ids = {t: i for i, t in enumerate(tokens)}
+        self.special_token_ids = vocab_lib.special_token_ids(tokens)
+
+    def _tokens(self):
+        return vocab_lib.require(self.vocabulary, "BertTokenizer")
+
+    def save_assets(self, dir_path):
+        """Writes the vocabulary to `dir_path`/vocabulary.txt (Keras calls it when saving a
+        `.keras` file); a tokenizer without one writes nothing."""
+        if self.vocabulary is not None:
+            vocab_lib.write_vocabulary(self.vocabulary,
+                                       os.path.join(dir_path, vocab_lib.ASSET_FILE))
+
+    def load_assets(self, dir_path):
+        """Reads the vocabulary `save_assets` wrote (Keras calls it when loading a `.keras`
+        file). Without that file (a file saved before the vocabulary was an asset, whose
+        config held it) the vocabulary stays as it is."""
+        path = os.path.join(dir_path, vocab_lib.ASSET_FILE) if dir_path else None
+        if path and tf.io.gfile.exists(path):
+            self.set_vocabulary(path)
+
     @property
     def vocabulary_size(self):
-        return len(self.vocabulary)
+        return len(self._tokens())
 
     def get_vocabulary(self):
-        return list(self.vocabulary)
+        return list(self._tokens())
 
     def token_to_id(self, token):
+        self._tokens()
         if token not in self._ids:
             raise ValueError(f"{token!r} is not in the vocabulary")
         return self._ids[token]
 
     def id_to_token(self, token_id):
-        return self.vocabulary[
+        return self._tokens()[
             checks.integer("token_id", token_id, minimum=0, maximum=self.vocabulary_size - 1)
         ]
 
+    def _special(self, token):
+        self._tokens()
+        return self.special_token_ids[token]
+
     @property
     def pad_token_id(self):
-        return self.special_token_ids[vocab_lib.PAD]
+        return self._special(vocab_lib.PAD)
 
     @property
     def unk_token_id(self):
-        return self.special_token_ids[vocab_lib.UNK]
+        return self._special(vocab_lib.UNK)
 
     @property
     def cls_token_id(self):
-        return self.special_token_ids[vocab_lib.CLS]
+        return self._special(vocab_lib.CLS)
 
     @property
     def sep_token_id(self):
-        return self.special_token_ids[vocab_lib.SEP]
+        return self._special(vocab_lib.SEP)
 
     @property
     def mask_token_id(self):
-        return self.special_token_ids[vocab_lib.MASK]
+        return self._special(vocab_lib.MASK)
 
     def _wordpiece_tokenizer(self):
         if self._wordpiece is None:
@@ -122,7 +163,7 @@ class BertTokenizer(keras.layers.Layer):
 
             with tf.init_scope():
                 self._wordpiece = tf_text.FastWordpieceTokenizer(
-                    vocab=self.vocabulary,
+                    vocab=self._tokens(),
                     suffix_indicator="##",
                     # Words are limited in characters below; every byte length passes here.
                     max_bytes_per_word=4 * self.max_chars_per_word + 4,
@@ -160,6 +201,7 @@ class BertTokenizer(keras.layers.Layer):
         whole-word masking.
         """
         per_word = checks.boolean("per_word", per_word)
+        self._tokens()
         words = self.words(inputs)
         ids = self._wordpiece_tokenizer().tokenize(words)  # [..., (words), (pieces)]
         if per_word:
@@ -174,11 +216,12 @@ class BertTokenizer(keras.layers.Layer):
         ids = checks.integer_tensor(ids, "detokenize ids")
         if ids.shape.rank == 0:
             raise ValueError("detokenize takes ids of shape [..., tokens], got a scalar")
+        tokens = self._tokens()
         in_vocab = checks.values_in(
-            ids, "ids", 0, self.vocabulary_size, "BertTokenizer.detokenize", " (the vocabulary)"
+            ids, "ids", 0, len(tokens), "BertTokenizer.detokenize", " (the vocabulary)"
         )
         ids = checks.after(in_vocab, tf.cast(ids, tf.int32))  # (gather takes no uint8 ids)
-        tokens = tf.gather(tf.constant(self.vocabulary), ids)
+        tokens = tf.gather(tf.constant(tokens), ids)
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         return tf.strings.regex_replace(text, " ##", "")
 
@@ -190,7 +233,6 @@ class BertTokenizer(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "vocabulary": list(self.vocabulary),
                 "do_lower_case": self.do_lower_case,
                 "max_chars_per_word": self.max_chars_per_word,
             }

@@ -13,6 +13,9 @@ SUFFIX_INDICATOR = "##"
 # tensorflow-text's FastWordpieceTokenizer takes tokens of at most this many UTF-8 bytes
 # (not counting the "##" of a suffix) and none with a NUL character.
 MAX_TOKEN_BYTES = 256
+# The file a text layer's vocabulary is saved to in a `.keras` archive's assets
+# (`save_assets`/`load_assets`), as keras-hub's WordPiece tokenizers name it.
+ASSET_FILE = "vocabulary.txt"
 
 
 def load_vocabulary(vocabulary):
@@ -123,3 +126,40 @@ def special_token_ids(tokens):
     """{token: id} of the BERT special tokens present in `tokens`."""
     index = {t: i for i, t in enumerate(tokens)}
     return {t: index[t] for t in SPECIAL_TOKENS if t in index}
+
+
+def require(tokens, owner):
+    """`tokens`, or ValueError saying that `owner` (a layer name) has no vocabulary yet."""
+    if tokens is None:
+        raise ValueError(
+            f"{owner} has no vocabulary: it was made without one (get_config() holds none; "
+            f"a .keras file keeps it as the asset {ASSET_FILE}). Pass vocabulary= (a vocab.txt "
+            "path or a list of tokens), call set_vocabulary(...), or open the saved model "
+            "with keras.saving.load_model."
+        )
+    return tokens
+
+
+def write_vocabulary(tokens, path):
+    """Writes `tokens` to `path` (local, gs://, ...), one per line, UTF-8, so that
+    `load_vocabulary(path)` reads back the same list.
+
+    Raises:
+      ValueError: a token a line cannot hold (one with a line break; an empty last token or
+        a byte-order mark opening the first, which reading drops), naming its id.
+    """
+    import tensorflow as tf
+
+    for i, token in enumerate(tokens):
+        problem = None
+        if "\n" in token or "\r" in token:
+            problem = "holds a line break"
+        elif i == len(tokens) - 1 and token == "":
+            problem = "is empty and the last token"
+        elif i == 0 and token.startswith("\ufeff"):
+            problem = "starts with a byte-order mark"
+        if problem:
+            raise ValueError(f"cannot write the vocabulary to {path!r}: the token with id {i} "
+                             f"({token!r:.60}) {problem}, which a vocab.txt cannot keep")
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write("".join(token + "\n" for token in tokens).encode("utf-8"))

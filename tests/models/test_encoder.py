@@ -11,6 +11,7 @@ import keras
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import google, huggingface, open_directory
 from keras_bert.checkpoints.common import CheckpointError
+from tests import keras_files
 
 
 def _inputs(vocab_size, seq=9, batch=3, seed=0):
@@ -92,6 +93,45 @@ def test_keras_file_round_trip_is_identical(tmp_path):
     again = keras.models.load_model(path)
     assert isinstance(again, BertEncoder)
     _assert_identical(_outputs(encoder, inputs), _outputs(again, inputs))
+
+
+def test_preset_state_survives_a_keras_round_trip(tmp_path):
+    """What from_preset records (vocabulary, casing, name) is kept by a .keras file, so the
+    loaded encoder's save_to_preset writes a preset that loads fully, as the original's."""
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"Tok{i}" for i in range(35)]
+    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+    encoder = _small_encoder()
+    encoder.vocab_path = str(tmp_path / "vocab.txt")  # read at once
+    encoder.do_lower_case = False
+    encoder.save_to_preset(str(tmp_path / "preset"))
+    preset = BertEncoder.from_preset(str(tmp_path / "preset"))  # named after its directory
+    assert (preset.vocabulary, preset.do_lower_case, preset.preset_name) == (
+        tokens, False, "preset")
+    path = str(tmp_path / "encoder.keras")
+    preset.save(path)
+    config = preset.get_config()
+    assert (config["do_lower_case"], config["preset_name"]) == (False, "preset")
+    assert keras_files.assert_vocabulary_is_an_asset(path, tokens) == ["assets/vocabulary.txt"]
+    again = keras.models.load_model(path)
+    assert (again.vocabulary, again.do_lower_case, again.preset_name) == (
+        tokens, False, "preset")
+    assert again.vocab_path is None  # the tokens came from the archive
+    again.save_to_preset(str(tmp_path / "again"))
+    from keras_bert.text import BertTokenizer
+
+    tokenizer = BertTokenizer.from_preset(str(tmp_path / "again"))
+    assert tokenizer.get_vocabulary() == tokens and tokenizer.do_lower_case is False
+    inputs = _inputs(40)
+    _assert_identical(_outputs(encoder, inputs),
+                      _outputs(BertEncoder.from_preset(str(tmp_path / "again")), inputs))
+    # An encoder made from a config alone has none of it, and a .keras file adds none.
+    plain = keras_files.round_trip(_small_encoder(), str(tmp_path / "plain.keras"))
+    assert (plain.vocabulary, plain.do_lower_case, plain.preset_name) == (None, None, None)
+    assert keras_files.vocabulary_assets(str(tmp_path / "plain.keras")) == {}
+    encoder.vocab_path = None
+    assert encoder.vocabulary is None
+    with pytest.raises(FileNotFoundError, match=r"vocabulary file not found: .*nope\.txt"):
+        encoder.vocab_path = str(tmp_path / "nope.txt")
 
 
 def test_from_preset_overrides_and_no_weights(tmp_path):

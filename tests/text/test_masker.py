@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.text import BertPackInputs, BertTokenizer, MaskedLMMasker
+from tests import keras_files
 
 
 @pytest.fixture(scope="module")
@@ -117,14 +118,28 @@ def test_max_predictions_short_rows_and_dataset(packed):
     assert len(batches) == 4 and batches[0]["masked_lm_ids"].shape == (16, 5)
 
 
-def test_config_round_trip(minilm_vocab):
+def test_config_round_trip(minilm_vocab, tmp_path):
     tok = BertTokenizer(minilm_vocab)
     masker = MaskedLMMasker(tok.get_vocabulary(), mask_rate=0.2, whole_word_masking=True, seed=5)
-    clone = MaskedLMMasker.from_config(masker.get_config())
-    assert clone.get_config() == masker.get_config()
+    config = masker.get_config()
+    assert "vocabulary" not in config  # an asset, not config
+    clone = MaskedLMMasker.from_config(config)
+    assert clone.get_config() == config
     x = {"input_word_ids": tf.constant([[101, 7592, 2088, 102]]), "input_mask": tf.ones([1, 4])}
+    with pytest.raises(ValueError, match="MaskedLMMasker has no vocabulary: it was made without"):
+        clone(x, seed=[1, 1])
+    clone.set_vocabulary(tok.get_vocabulary())
     np.testing.assert_array_equal(masker(x, seed=[1, 1])["input_word_ids"],
                                   clone(x, seed=[1, 1])["input_word_ids"])
+    old = MaskedLMMasker.from_config(dict(config, vocabulary=tok.get_vocabulary()))  # older
+    np.testing.assert_array_equal(old(x, seed=[1, 1])["input_word_ids"],
+                                  clone(x, seed=[1, 1])["input_word_ids"])
+    path = str(tmp_path / "masker.keras")
+    restored = keras_files.round_trip(masker, path)
+    keras_files.assert_vocabulary_is_an_asset(path, tok.get_vocabulary())
+    assert restored.get_config() == config
+    for key, value in masker(x, seed=[3, 4]).items():
+        np.testing.assert_array_equal(value, restored(x, seed=[3, 4])[key], err_msg=key)
 
 
 def test_per_element_seeds_in_parallel_dataset(packed):

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.text import BertTokenizer
+from tests import keras_files
 from tests.text.hard_cases import HARD_CASES
 from tests.text.test_normalization import ICU_UNICODE_VERSION_DIFFERENCES
 
@@ -133,12 +134,50 @@ def test_per_word_ids_and_detokenize(minilm_vocab):
 
 def test_config_round_trip_and_keras_save(minilm_vocab, tmp_path):
     tok = BertTokenizer(minilm_vocab, do_lower_case=False, max_chars_per_word=50)
-    clone = BertTokenizer.from_config(tok.get_config())
     lines = ["Hello, World!", "Ünïcödé TEXT"]
+    # The config holds no vocabulary (it is an asset): a clone has none until given one.
+    config = tok.get_config()
+    assert "vocabulary" not in config
+    clone = BertTokenizer.from_config(config)
+    assert clone.get_config() == config
+    for use in (lambda: clone(lines), lambda: clone.vocabulary_size,
+                lambda: clone.cls_token_id, lambda: clone.detokenize([[1, 2]])):
+        with pytest.raises(ValueError, match=r"BertTokenizer has no vocabulary: it was made "
+                                             r"without one .*set_vocabulary"):
+            use()
+    clone.set_vocabulary(tok.get_vocabulary())
     assert clone(lines).to_list() == tok(lines).to_list()
-    assert clone.get_config() == tok.get_config()
-    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(tok))
+    # A .keras file keeps it, as assets/vocabulary.txt.
+    path = str(tmp_path / "tokenizer.keras")
+    restored = keras_files.round_trip(tok, path)
+    assert keras_files.assert_vocabulary_is_an_asset(path, tok.get_vocabulary()) == [
+        "assets/vocabulary.txt"]
     assert restored(lines).to_list() == tok(lines).to_list()
+    assert restored.get_config() == config
+
+
+def test_old_config_with_a_vocabulary_list_still_loads(minilm_vocab):
+    tok = BertTokenizer(minilm_vocab)
+    old = dict(tok.get_config(), vocabulary=tok.get_vocabulary())
+    lines = ["Hello, World!"]
+    assert BertTokenizer.from_config(old)(lines).to_list() == tok(lines).to_list()
+    restored = keras.saving.deserialize_keras_object(
+        dict(keras.saving.serialize_keras_object(tok), config=old))
+    assert restored(lines).to_list() == tok(lines).to_list()
+
+
+def test_vocabulary_asset_keeps_every_token(tmp_path):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a b", " ", "", "ünï", "##\t",
+              "\u2028", "z"]
+    tok = BertTokenizer(tokens)
+    tok.save_assets(str(tmp_path))
+    again = BertTokenizer()
+    again.load_assets(str(tmp_path))
+    assert again.get_vocabulary() == tokens
+    again.load_assets(str(tmp_path / "elsewhere"))  # no file there: the vocabulary stays
+    assert again.get_vocabulary() == tokens
+    with pytest.raises(ValueError, match=r"the token with id 5 \('a\\nb'\) holds a line break"):
+        BertTokenizer(tokens[:5] + ["a\nb"]).save_assets(str(tmp_path))
 
 
 def test_vocab_file_or_list(minilm_vocab):
