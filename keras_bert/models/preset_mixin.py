@@ -127,11 +127,11 @@ class PresetMixin:
             self.vocabulary = vocab_lib.load_vocabulary(path)
 
     @classmethod
-    def from_preset(cls, name_or_path, load_weights=True, **kwargs):
+    def from_preset(cls, preset, load_weights=True, **kwargs):
         """Builds the model from a preset and loads its weights.
 
         Args:
-            name_or_path: a registered name (``keras_bert.presets()`` lists them), a local
+            preset: a registered name (``keras_bert.presets()`` lists them), a local
                 directory in keras_bert, Google, Hugging Face or keras-hub format, or a
                 ``.zip`` of a Google checkpoint.
             load_weights: False builds the architecture with fresh random weights; a local
@@ -143,14 +143,14 @@ class PresetMixin:
                 name is a `TypeError` that lists these, raised before anything is loaded.
         """
         load, overrides, kwargs = split_kwargs(cls, kwargs)
-        preset = load_preset(name_or_path, require_weights=load_weights, **load)
-        config = preset.config.replace(**overrides) if overrides else preset.config
+        loaded = load_preset(preset, require_weights=load_weights, **load)
+        config = loaded.config.replace(**overrides) if overrides else loaded.config
         model = cls._from_preset_config(config, **kwargs)
         if load_weights:
-            model._load_preset_weights(preset.weights(config), source=preset.path)
-        model.vocab_path = preset.vocab_path  # reads the tokens into model.vocabulary
-        model.do_lower_case = preset.do_lower_case
-        model.preset_name = preset.name
+            model._load_preset_weights(loaded.weights(config), source=loaded.path)
+        model.vocab_path = loaded.vocab_path  # reads the tokens into model.vocabulary
+        model.do_lower_case = loaded.do_lower_case
+        model.preset_name = loaded.name
         return model
 
     def save_to_preset(self, directory):

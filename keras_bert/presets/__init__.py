@@ -13,9 +13,6 @@ import types
 
 from keras_bert.presets.loader import Preset, UnknownPresetError, load_preset
 from keras_bert.presets.registry import PRESETS, PresetSpec
-from keras_bert.text import preset_source
-
-preset_source.register(load_preset)  # the text layers' from_preset resolve names through it
 
 _COLUMNS = ("name", "layers", "hidden_size", "heads", "parameters", "casing", "source")
 

@@ -5,7 +5,7 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_bert.text import checks
+from keras_bert.text import checks, preset_source
 from keras_bert.text import vocab as vocab_lib
 
 MAX_PREDICTIONS = 2**20
@@ -281,6 +281,16 @@ class MaskedLMMasker(keras.layers.Layer):
             }
         )
         return config
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """The masker of a preset: its vocabulary. `kwargs`: the other constructor arguments
+        (`mask_rate`, `max_predictions_per_seq`, `whole_word_masking`, `seed`, ...); others
+        raise TypeError."""
+        accepted = [a for a in checks.parameter_names(cls.__init__)
+                    if a != "vocabulary"]
+        checks.unknown_kwargs("MaskedLMMasker.from_preset", kwargs, accepted)
+        return cls(preset_source.vocabulary(preset), **kwargs)
 
 
 def _greedy_fit(lengths, budget):

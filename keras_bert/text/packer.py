@@ -3,8 +3,10 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.text import checks
+from keras_bert.text import checks, preset_source
+from keras_bert.text import vocab as vocab_lib
 
+_SPECIAL_ID_ARGS = ("start_of_sequence_id", "end_of_segment_id", "padding_id")
 TRUNCATORS = ("round_robin", "waterfall")
 MAX_SEQ_LENGTH = 2**20  # far beyond any BERT; keeps a typo from allocating gigabytes
 MAX_ID = 2**31  # ids are packed as int32
@@ -204,6 +206,21 @@ class BertPackInputs(keras.layers.Layer):
             }
         )
         return config
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """The packer of a preset: the ids of its vocabulary's `[CLS]`, `[SEP]` and `[PAD]`.
+
+        `kwargs`: the other constructor arguments (`seq_length`, `truncator`, `name`, ...);
+        the three ids come from the preset and cannot be passed (TypeError, as for unknown
+        arguments).
+        """
+        accepted = [a for a in checks.parameter_names(cls.__init__)
+                    if a not in _SPECIAL_ID_ARGS]
+        checks.unknown_kwargs("BertPackInputs.from_preset", kwargs, accepted)
+        ids = vocab_lib.special_token_ids(preset_source.vocabulary(preset))
+        return cls(start_of_sequence_id=ids[vocab_lib.CLS], end_of_segment_id=ids[vocab_lib.SEP],
+                   padding_id=ids[vocab_lib.PAD], **kwargs)
 
 
 def _to_ragged(segment):

@@ -1,26 +1,27 @@
-"""Where the text layers find a preset's vocabulary and casing.
+"""Where the text layers find a preset's vocabulary and casing: the one preset loader.
 
-The text layers sit below the preset registry (row 1 and row 2 of DESIGN.md), so they never
-import it. `keras_bert.presets` registers its loader here when it is imported, which importing
-any part of `keras_bert` does (the package's ``__init__`` imports it).
+Every ``from_preset`` of keras_bert resolves its argument through
+`keras_bert.presets.load_preset` (row 2). The text layers sit in row 1, below it, so they reach
+it at call time, as `Task.compile` reaches the optimizers of row 4: importing a text layer
+never imports the registry, and ``from_preset`` needs no set-up by anyone else.
 """
-
-_loader = None
-
-
-def register(loader):
-    """Called by `keras_bert.presets`: ``loader(name_or_path)`` returns an object with
-    ``vocab_path`` and ``do_lower_case``."""
-    global _loader
-    _loader = loader
 
 
 def load(preset):
-    """The resolved preset (``.vocab_path``, ``.do_lower_case``) for a name or a path."""
-    if _loader is None:
-        raise RuntimeError(
-            "No preset loader is registered; import keras_bert (which registers "
-            "keras_bert.presets.load_preset) before calling from_preset."
-        )
-    # Text layers need the vocabulary and casing only: a directory without weights will do.
-    return _loader(preset, require_weights=False, require_vocab=True)
+    """The resolved preset (``.vocab_path``, ``.do_lower_case``) for a name or a path.
+
+    Text layers need the vocabulary and casing only: a directory without weights will do; one
+    without a vocabulary is a `CheckpointError` naming the file looked for.
+    """
+    from keras_bert.presets import load_preset  # row 2, reached at call time (see above)
+
+    return load_preset(preset, require_weights=False, require_vocab=True)
+
+
+def vocabulary(preset):
+    """The preset's vocabulary (a list of tokens), read and checked by the tokenizer's reader."""
+    from keras_bert.text import vocab
+
+    tokens = vocab.load_vocabulary(load(preset).vocab_path)
+    vocab.check_vocabulary(tokens)
+    return tokens

@@ -261,3 +261,12 @@ def test_empty_batches_and_empty_sequences():
     graph = tf.function(wwm, input_signature=[tf.TensorSpec([None, None], tf.int32)])
     assert graph(tf.zeros([2, 0], tf.int32))["masked_lm_weights"].shape == (2, 20)
     assert graph(tf.constant(IDS))["masked_lm_weights"].numpy().sum() == 1
+
+
+def test_from_preset_takes_the_preset_vocabulary(minilm_vocab):
+    masker = MaskedLMMasker.from_preset("minilm_l6", max_predictions_per_seq=3, seed=2)
+    assert masker.vocabulary == BertTokenizer(minilm_vocab).vocabulary
+    assert (masker.mask_token_id, masker.max_predictions_per_seq, masker.seed) == (103, 3, 2)
+    with pytest.raises(TypeError, match=r"unknown keyword argument 'vocabulary'.*It accepts "
+                                        r"MaskedLMMasker.from_preset arguments: mask_rate"):
+        MaskedLMMasker.from_preset("minilm_l6", vocabulary=["[PAD]"])

@@ -196,3 +196,19 @@ def test_empty_batches_and_zero_budget():
     out = packer([tf.constant([[5, 6]]), tf.constant([[7]])])  # room for the specials only
     assert out["input_word_ids"].numpy().tolist() == [[2, 3, 3]]
     assert out["input_type_ids"].numpy().tolist() == [[0, 0, 1]]
+
+
+def test_from_preset_takes_the_special_ids_of_the_preset_vocabulary(tmp_path):
+    packer = BertPackInputs.from_preset("minilm_l6", seq_length=6, truncator="waterfall")
+    assert (packer.start_of_sequence_id, packer.end_of_segment_id, packer.padding_id) == (
+        101, 102, 0)
+    assert (packer.seq_length, packer.truncator) == (6, "waterfall")
+    out = packer(tf.ragged.constant([[2023, 2003]]))
+    assert out["input_word_ids"].numpy().tolist() == [[101, 2023, 2003, 102, 0, 0]]
+    with pytest.raises(TypeError, match=r"unknown keyword argument 'padding_id'.*It accepts "
+                                        r"BertPackInputs.from_preset arguments: seq_length, "
+                                        r"truncator"):
+        BertPackInputs.from_preset("minilm_l6", padding_id=3)
+    (tmp_path / "bert_config.json").write_text("{}")
+    with pytest.raises(Exception, match=r"vocab\.txt"):  # a directory without a vocabulary
+        BertPackInputs.from_preset(str(tmp_path))
