@@ -29,6 +29,9 @@ SMALL_RUNS = {
                    "--peers=keras_hub"],
     "finetune.py": ["--num_layers=1", "--batch_size=2", "--seq_length=8", "--rounds=1",
                     "--warmup=0", "--precisions=fp32", "--peers=keras_hub,hf_torch"],
+    "pretrain.py": ["--num_layers=1", "--hidden_size=64", "--batch_size=2", "--seq_length=16",
+                    "--max_predictions_per_seq=3", "--rounds=1", "--steps=1", "--warmup=0",
+                    "--precisions=fp32", "--xla=off", "--peers=keras_hub,hf_torch"],
     "tokenize.py": ["--max_lines=20", "--repeats=1"],
 }
 

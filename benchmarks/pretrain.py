@@ -1,0 +1,239 @@
+"""Pre-training step throughput: `BertPretrainer` beside keras-hub and Hugging Face torch.
+
+One pre-training step (forward, masked-LM loss at the masked positions only, backward,
+optimizer update) at the `small` size by default (L4/H512/A8/I2048, vocab 30522, random
+weights), batch 32 x seq 128 with 20 predictions per sequence, for:
+
+* keras_bert: `BertPretrainer` (MLM head gathered at ``masked_lm_positions`` + next
+  sentence) with the original recipe optimizer (`keras_bert.training.create_optimizer`:
+  AdamW, weight decay off for LayerNorm and biases, clipping 1.0), stepped by Keras'
+  compiled ``train_on_batch`` (``--xla`` sets ``jit_compile``);
+* keras_hub: `keras_hub.models.BertMaskedLM` (its head also gathers the masked positions) on
+  a `BertBackbone` of the same size, `keras.optimizers.AdamW` with clipping 1.0;
+* hf_torch: `transformers.BertForMaskedLM` with its head applied to the masked positions
+  only (the encoder's output gathered first), `torch.optim.AdamW`, clipping 1.0, bf16 through
+  `torch.autocast`.
+
+Tokens/s = batch x seq_length / step time. Timed rounds are interleaved so a noisy machine
+hurts every model alike; the best round counts; "ours / fastest peer" is the ratio in the
+same run. Ours does the next-sentence head too (the peers do not), so the ratio is, if
+anything, unfavourable to it. The last line is one JSON object with every figure.
+
+    python benchmarks/pretrain.py --precisions=fp32,mixed_bfloat16 --xla=off,on
+    python benchmarks/pretrain.py --num_layers=1 --batch_size=4 --seq_length=32   # quick look
+"""
+
+# benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this
+# folder off the import path (see benchmarks/encoder.py).
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+
+import os  # noqa: E402
+import pathlib  # noqa: E402
+
+# Before TensorFlow, and whatever the caller set: keras-hub's masked-LM model logs an E-level
+# oneDNN line ("supports DT_INT64 only on platforms with AVX-512") that would cut the table.
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("batch_size", 32, "Sequences per training step.")
+flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
+flags.DEFINE_integer("num_layers", 4, "Transformer blocks (4 = the `small` preset).")
+flags.DEFINE_integer("hidden_size", 512, "Hidden size (512 = `small`; heads = hidden / 64).")
+flags.DEFINE_integer("steps", 3, "Training steps per timed round.")
+flags.DEFINE_integer("warmup", 1, "Untimed steps before timing (after tracing/compiling).")
+flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds per model; the best one counts.")
+flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16.")
+flags.DEFINE_list("xla", ["off", "on"], "jit_compile settings for the Keras models: on, off.")
+flags.DEFINE_list("peers", ["keras_hub", "hf_torch"], "Peers to measure: keras_hub, hf_torch.")
+
+VOCAB = 30522
+_POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16"}
+
+
+def _sizes():
+    hidden = FLAGS.hidden_size
+    if hidden % 64:
+        raise app.UsageError(f"--hidden_size={hidden} is not a multiple of 64 (the head size)")
+    return dict(hidden_size=hidden, num_attention_heads=hidden // 64,
+                intermediate_size=4 * hidden, num_hidden_layers=FLAGS.num_layers)
+
+
+def _data():
+    """A batch as the original TFRecords hold it: ids, mask (some padding), segment ids,
+    masked positions (distinct, ascending, never [CLS]), their ids and weights, NSP labels."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    b, s, p = FLAGS.batch_size, FLAGS.seq_length, FLAGS.max_predictions_per_seq
+    if p > s - 2:
+        raise app.UsageError(f"--max_predictions_per_seq={p} does not fit --seq_length={s}")
+    ids = rng.integers(1000, VOCAB, size=(b, s), dtype="int32")
+    mask = np.ones_like(ids)
+    mask[: b // 4, s * 3 // 4:] = 0  # some padding, as real batches have
+    types = np.zeros_like(ids)
+    types[:, s // 2:] = 1
+    positions = np.sort(np.stack([rng.choice(np.arange(1, s * 3 // 4), p, replace=False)
+                                  for _ in range(b)]), axis=1).astype("int32")
+    masked_ids = np.take_along_axis(ids, positions, axis=1)
+    weights = np.ones(positions.shape, "float32")
+    nsp = rng.integers(0, 2, size=(b,), dtype="int32")
+    return dict(ids=ids, mask=mask, types=types, positions=positions, masked_ids=masked_ids,
+                weights=weights, nsp=nsp)
+
+
+def _keras_runners(precision, d):
+    import keras
+
+    from keras_bert import BertConfig, BertEncoder, BertPretrainer
+    from keras_bert.training import create_optimizer
+
+    policy = _POLICY[precision]
+    runners = []
+    for xla in FLAGS.xla:
+        jit = xla == "on"
+        config = BertConfig(vocab_size=VOCAB, **_sizes())
+        ours = BertPretrainer(BertEncoder(config, dtype=policy))
+        ours.compile(optimizer=create_optimizer(1e-4, 10_000, num_warmup_steps=100),
+                     jit_compile=jit)
+        x = {"input_word_ids": d["ids"], "input_mask": d["mask"], "input_type_ids": d["types"],
+             "masked_lm_positions": d["positions"]}
+        y = {"mlm_logits": d["masked_ids"], "nsp_logits": d["nsp"]}
+        w = {"mlm_logits": d["weights"], "nsp_logits": None}
+        runners.append((f"keras_bert (xla {xla})", "keras_bert",
+                        lambda m=ours, x=x, y=y, w=w: m.train_on_batch(x, y, sample_weight=w)))
+        if "keras_hub" in FLAGS.peers:
+            import keras_hub
+
+            sizes = _sizes()
+            backbone = keras_hub.models.BertBackbone(
+                vocabulary_size=VOCAB, num_layers=sizes["num_hidden_layers"],
+                num_heads=sizes["num_attention_heads"], hidden_dim=sizes["hidden_size"],
+                intermediate_dim=sizes["intermediate_size"], max_sequence_length=512,
+                dtype=policy)
+            hub = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+            # Its backbone's pooler feeds nothing in a masked-LM model: Keras warns once.
+            warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
+                                    r"\['pooled_dense/kernel'")
+            hub.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01,
+                                                         global_clipnorm=1.0),
+                        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                        weighted_metrics=[], jit_compile=jit)
+            hx = {"token_ids": d["ids"], "segment_ids": d["types"],
+                  "padding_mask": d["mask"].astype(bool), "mask_positions": d["positions"]}
+            runners.append((f"keras_hub (xla {xla})", "keras_hub",
+                            lambda m=hub, x=hx: m.train_on_batch(
+                                x, d["masked_ids"], sample_weight=d["weights"])))
+    return runners
+
+
+def _torch_runner(precision, d):
+    import torch
+    import transformers
+
+    sizes = _sizes()
+    config = transformers.BertConfig(
+        vocab_size=VOCAB, hidden_size=sizes["hidden_size"],
+        num_hidden_layers=sizes["num_hidden_layers"],
+        num_attention_heads=sizes["num_attention_heads"],
+        intermediate_size=sizes["intermediate_size"], hidden_act="gelu",
+        attn_implementation="sdpa")
+    model = transformers.BertForMaskedLM(config).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
+    feed = {"input_ids": torch.from_numpy(d["ids"]).long(),
+            "attention_mask": torch.from_numpy(d["mask"]).long(),
+            "token_type_ids": torch.from_numpy(d["types"]).long()}
+    positions = torch.from_numpy(d["positions"]).long()
+    labels = torch.from_numpy(d["masked_ids"]).long()
+    weights = torch.from_numpy(d["weights"])
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=precision == "mixed_bfloat16"):
+            sequence = model.bert(**feed).last_hidden_state       # [b, s, h]
+            index = positions.unsqueeze(-1).expand(-1, -1, sequence.shape[-1])
+            gathered = torch.gather(sequence, 1, index)           # [b, p, h]
+            logits = model.cls(gathered).float()                  # [b, p, vocab]
+        losses = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, VOCAB), labels.reshape(-1), reduction="none")
+        loss = (losses * weights.reshape(-1)).sum() / weights.sum()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    return ("hf_torch (masked positions)", "hf_torch", step)
+
+
+def _measure(runners):
+    """Tokens/s of each runner in each interleaved round (best round kept)."""
+    for _, _, run in runners:
+        for _ in range(FLAGS.warmup + 1):  # + 1: tracing / compiling
+            run()
+    rounds = [[] for _ in runners]
+    order = list(enumerate(runners))
+    tokens = FLAGS.batch_size * FLAGS.seq_length * FLAGS.steps
+    for _ in range(FLAGS.rounds):
+        order.reverse()  # alternate who goes first
+        for i, (_, _, run) in order:
+            start = time.perf_counter()
+            for _ in range(FLAGS.steps):
+                run()
+            rounds[i].append(tokens / (time.perf_counter() - start))
+    return [max(r) for r in rounds]
+
+
+def main(argv):
+    del argv
+    import keras_bert  # noqa: F401  (selects the TensorFlow backend, quietly)
+
+    d = _data()
+    results = []
+    for precision in FLAGS.precisions:
+        if precision not in _POLICY:
+            raise app.UsageError(f"--precisions: {precision!r} is not one of {list(_POLICY)}")
+        runners = _keras_runners(precision, d)
+        if "hf_torch" in FLAGS.peers:
+            runners.append(_torch_runner(precision, d))
+        best = _measure(runners)
+        ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
+        peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
+        fastest_peer = max(peers) if peers else None
+        for (name, _, _), value in zip(runners, best):
+            results.append({"precision": precision, "model": name, "tokens_per_s": value})
+        results.append({"precision": precision, "model": "ratio ours / fastest peer",
+                        "tokens_per_s": ours / fastest_peer if fastest_peer else None})
+
+    sizes = _sizes()
+    print(f"pre-training step, L{sizes['num_hidden_layers']}/H{sizes['hidden_size']}, batch "
+          f"{FLAGS.batch_size} x seq {FLAGS.seq_length}, {FLAGS.max_predictions_per_seq} "
+          f"predictions/seq, best of {FLAGS.rounds} rounds of {FLAGS.steps} step(s)")
+    print(f"| {'precision':14} | {'model':28} | {'tokens/s':>10} |")
+    print(f"|{'-' * 16}|{'-' * 30}|{'-' * 12}|")
+    for r in results:
+        value = r["tokens_per_s"]
+        shown = "n/a" if value is None else (f"{value:.2f}x" if r["model"].startswith("ratio")
+                                             else f"{value:,.0f}")
+        print(f"| {r['precision']:14} | {r['model']:28} | {shown:>10} |")
+    print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+                      "max_predictions_per_seq": FLAGS.max_predictions_per_seq,
+                      **sizes, "results": results}))
+
+
+if __name__ == "__main__":
+    app.run(main)
