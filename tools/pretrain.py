@@ -23,6 +23,8 @@ import pathlib
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+# The strategy configures the devices (logical CPUs, collective ops) before TF's context starts.
+os.environ["KERAS_BERT_DEFER_DEVICES"] = "1"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
 
 from absl import app, flags, logging  # noqa: E402
@@ -102,9 +104,10 @@ def main(argv):
         options.check()
         if FLAGS.num_cpu_devices < 1:
             raise distribution.StrategyError("--num_cpu_devices must be >= 1")
-        distribution.split_cpu(FLAGS.num_cpu_devices)
-        strategy = distribution.strategy_from_flags(FLAGS.strategy, tpu=FLAGS.tpu,
-                                                    num_gpus=FLAGS.num_gpus)
+        with keras_bert.backend.quiet_native_stderr():
+            distribution.split_cpu(FLAGS.num_cpu_devices)
+            strategy = distribution.strategy_from_flags(FLAGS.strategy, tpu=FLAGS.tpu,
+                                                        num_gpus=FLAGS.num_gpus)
         print(f"Pre-training with {type(strategy).__name__} "
               f"({strategy.num_replicas_in_sync} replica(s)), global batch "
               f"{FLAGS.train_batch_size}, into {FLAGS.model_dir}", flush=True)

@@ -164,8 +164,7 @@ class DynamicMaskingInput:
             a, b = segment(token_in_a), segment(~token_in_a)
             has_tokens = a.row_lengths() > 0
             a, b = tf.ragged.boolean_mask(a, has_tokens), tf.ragged.boolean_mask(b, has_tokens)
-            documents = tf.fill(tf.shape(a.row_lengths()), index)
-            return tf.data.Dataset.from_tensor_slices((a, b, documents))
+            return a, b, tf.fill(tf.shape(a.row_lengths()), index)
 
         return instances
 
@@ -182,8 +181,7 @@ class DynamicMaskingInput:
             choices = tf.concat([b, tf.gather(a, [1, 0])], axis=0)
             new_b = tf.gather(choices, tf.where(use_random, tf.constant([2, 3], tf.int64),
                                                 tf.constant([0, 1], tf.int64)))
-            labels = tf.cast(use_random, tf.int32)
-            return tf.data.Dataset.from_tensor_slices((a, new_b, labels))
+            return a, new_b, tf.cast(use_random, tf.int32)
 
         return pairs
 
@@ -226,13 +224,14 @@ class DynamicMaskingInput:
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         if shard_documents:
             dataset = dataset.shard(input_context.num_input_pipelines, pipeline)
-        dataset = dataset.enumerate().interleave(
-            self._instances(seeds[0]), cycle_length=4, block_length=16,
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        dataset = dataset.enumerate().map(
+            self._instances(seeds[0]), num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True).unbatch()
         if is_training:
             dataset = dataset.shuffle(self.shuffle_buffer, seed=self.seed * 1000 + pipeline + 1)
-        dataset = dataset.ragged_batch(2, drop_remainder=True).enumerate().flat_map(
-            lambda index, pair: self._pairs(seeds[1])(index, *pair))
+        pairs = self._pairs(seeds[1])
+        dataset = dataset.ragged_batch(2, drop_remainder=True).enumerate().map(
+            lambda index, pair: pairs(index, *pair)).unbatch()
         dataset = dataset.ragged_batch(batch_size, drop_remainder=True).enumerate()
         if start_batch:
             dataset = dataset.skip(int(start_batch))

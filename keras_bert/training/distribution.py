@@ -241,7 +241,7 @@ def strategy_from_flags(strategy="default", tpu=None, num_gpus=0, tf_config=None
             raise StrategyError("--strategy=tpu needs --tpu (a Cloud TPU name, 'local', or "
                                 "grpc://host:8470)")
         return tpu_strategy(tpu)
-    gpus = tf.config.list_logical_devices("GPU")
+    gpus = tf.config.list_physical_devices("GPU")  # (logical ones would start the context)
     if num_gpus > len(gpus):
         raise StrategyError(f"--num_gpus={num_gpus}, but TensorFlow sees {len(gpus)} GPU(s)")
     if strategy == "multi_worker_mirrored":
@@ -251,7 +251,7 @@ def strategy_from_flags(strategy="default", tpu=None, num_gpus=0, tf_config=None
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     if strategy == "mirrored":
-        devices = ([d.name for d in gpus[:num_gpus]] if num_gpus
+        devices = ([f"/gpu:{i}" for i in range(num_gpus)] if num_gpus
                    else [d.name for d in tf.config.list_logical_devices("CPU")])
         return tf.distribute.MirroredStrategy(devices=devices)
     if strategy == "one_device":

@@ -310,4 +310,7 @@ def pretrain(options, strategy=None, log=print):
         write_metrics(options.model_dir, metrics)
     elif tf.io.gfile.isdir(own_dir):
         tf.io.gfile.rmtree(own_dir)
+        parent = os.path.dirname(own_dir)
+        if not tf.io.gfile.listdir(parent):
+            tf.io.gfile.rmtree(parent)
     return metrics
