@@ -108,7 +108,7 @@ def main(argv):
             distribution.split_cpu(FLAGS.num_cpu_devices)
             strategy = distribution.strategy_from_flags(FLAGS.strategy, tpu=FLAGS.tpu,
                                                         num_gpus=FLAGS.num_gpus)
-        print(f"Pre-training with {type(strategy).__name__} "
+        print(f"Pre-training with {distribution.strategy_name(strategy)} "
               f"({strategy.num_replicas_in_sync} replica(s)), global batch "
               f"{FLAGS.train_batch_size}, into {FLAGS.model_dir}", flush=True)
         with keras_bert.backend.quiet_native_stderr():

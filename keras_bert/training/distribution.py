@@ -277,3 +277,19 @@ def worker_role(strategy):
     is_chief = task_type == "chief" or (task_type == "worker" and task_id == 0
                                         and "chief" not in cluster)
     return is_chief, task_type, task_id
+
+
+def strategy_name(strategy):
+    """The public name of ``strategy``'s class (TensorFlow's multi-worker strategy calls
+    itself CollectiveAllReduceStrategy).
+
+    >>> strategy_name(tf.distribute.OneDeviceStrategy("/cpu:0"))
+    'OneDeviceStrategy'
+    """
+    for cls, name in ((tf.distribute.MultiWorkerMirroredStrategy, "MultiWorkerMirroredStrategy"),
+                      (tf.distribute.MirroredStrategy, "MirroredStrategy"),
+                      (tf.distribute.TPUStrategy, "TPUStrategy"),
+                      (tf.distribute.OneDeviceStrategy, "OneDeviceStrategy")):
+        if isinstance(strategy, cls):
+            return name
+    return "the default strategy"

@@ -239,8 +239,11 @@ def pretrain(options, strategy=None, log=print):
     eval_input = (_input(options, model, eval_files, options.eval_batch_size, is_training=False)
                   if eval_files else None)
 
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step,
-                                     train_batch_size=batch_size)
+    # The non-trainable variables are the dropout layers' seed states (Keras 3 keeps them
+    # out of the model's checkpoint): a resumed run draws the dropout masks it would have.
+    checkpoint = tf.train.Checkpoint(
+        model=model, optimizer=optimizer, step=step, train_batch_size=batch_size,
+        random_states=[v.value for v in model.non_trainable_variables])
     chief_dir = os.path.join(options.model_dir, CHECKPOINTS)
     own_dir = chief_dir if is_chief else os.path.join(
         options.model_dir, "workers", f"{task_type}_{task_id}")
