@@ -161,7 +161,7 @@ def _parse_batch(expected, batch_size):
             bad = tf.argmax(tf.cast(tf.not_equal(lengths, length), tf.int32))
             checks.append(tf.debugging.Assert(
                 tf.reduce_all(tf.equal(lengths, length)),
-                [f"Pre-training record of another shape: feature '{name}' should have "
+                [f"Pre-training record of another shape: feature {name} should have "
                  f"{length} values; file", names[bad], "record has", lengths[bad]]))
         with tf.control_dependencies(checks):
             for name, (ours, dtype, length) in expected.items():

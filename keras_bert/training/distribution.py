@@ -5,10 +5,11 @@ a home-made one:
 
 * ``tpu``: `tf.distribute.TPUStrategy` on ``tpu`` (a Cloud TPU name, ``"local"``, or a gRPC
   address ``grpc://host:8470``) through `tf.distribute.cluster_resolver.TPUClusterResolver`.
-  Connecting to an address nobody answers on makes TensorFlow wait forever, so an address is
-  first probed over TCP (`PROBE_TIMEOUT` seconds) and the connection runs in a daemon thread
-  that is given `CONNECT_TIMEOUT` seconds: an unreachable TPU is a `StrategyError` within
-  seconds, naming it.
+  Connecting to an address where no gRPC server answers makes TensorFlow wait forever, so an
+  address is first probed (`PROBE_TIMEOUT` seconds: a TCP connection, then the HTTP/2
+  handshake gRPC speaks) and the connection runs in a daemon thread that is given
+  `CONNECT_TIMEOUT` seconds: an unreachable TPU is a `StrategyError` within seconds, naming
+  it.
 * ``multi_worker_mirrored``: `tf.distribute.MultiWorkerMirroredStrategy` over the cluster
   that ``TF_CONFIG`` describes (checked first by `check_tf_config`, which names what is
   wrong in it). Every worker runs the same command with its own ``TF_CONFIG``.
@@ -145,15 +146,36 @@ def _tpu_address(tpu):
         raise StrategyError(f"--tpu={tpu}: not a valid address (grpc://host:port)") from None
 
 
+# HTTP/2's client connection preface and an empty SETTINGS frame: a gRPC server answers
+# with a SETTINGS frame of its own (frame type 4).
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
 def _probe(tpu, host, port, timeout):
+    """Checks that a gRPC server answers at host:port within ``timeout`` seconds: TCP
+    connect, then the HTTP/2 handshake. TensorFlow's own connect waits forever, holding
+    the interpreter, when nothing or something else answers there."""
+    hint = ("Check the TPU's address and that it is running, and that this machine can "
+            "reach it.")
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
+        connection = socket.create_connection((host, port), timeout=timeout)
     except OSError as error:
         raise StrategyError(
             f"--tpu={tpu}: nothing answers at {host}:{port} ({error.strerror or error}; waited "
-            f"at most {timeout:g} s). Check the TPU's address and that it is running, and "
-            "that this machine can reach it.") from None
+            f"at most {timeout:g} s). {hint}") from None
+    with connection:
+        try:
+            connection.sendall(_HTTP2_PREFACE)
+            reply = connection.recv(9)
+        except OSError as error:
+            reply = b""
+            detail = error.strerror or str(error) or type(error).__name__
+        else:
+            detail = "no HTTP/2 SETTINGS frame in reply"
+    if len(reply) < 4 or reply[3] != 4:
+        raise StrategyError(
+            f"--tpu={tpu}: {host}:{port} accepts connections but does not answer as a gRPC "
+            f"(TPU) server ({detail}; waited at most {timeout:g} s). {hint}")
 
 
 def _in_thread(what, function, timeout):

@@ -9,8 +9,20 @@ import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-from conftest import google_bert_dir, minilm_dir  # noqa: E402
+
+
+def _top_conftest():
+    """tests/conftest.py (other folders' conftest modules share its name)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("keras_bert_tests_conftest",
+                                                  REPO / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+google_bert_dir, minilm_dir = _top_conftest().google_bert_dir, _top_conftest().minilm_dir
 
 SEQ, PREDICTIONS = 32, 5
 TOOL_TIMEOUT = 420  # seconds; `timeout -k` also kills a worker that ignores SIGTERM
