@@ -18,6 +18,7 @@ XLA (``jit_compile``) compiles only the per-replica forward and backward pass
 step fails under `MirroredStrategy` on CPUs.
 """
 
+import numpy as np
 import tensorflow as tf
 
 # Sums kept per replica (SyncOnRead variables; read = sum over replicas): the step losses,
@@ -218,3 +219,29 @@ def _metrics(sums, steps, **extra):
     }
     out.update(extra)
     return out
+
+
+def most_frequent_token_baseline(batches):
+    """The masked-LM accuracy of always predicting the most frequent masked token, on
+    ``batches`` (dicts with ``masked_lm_ids`` and ``masked_lm_weights``, e.g. an eval
+    pipeline): what a model must beat to have learned more than token frequencies.
+
+    Returns ``(accuracy, token_id)``.
+
+    >>> import numpy as np
+    >>> most_frequent_token_baseline([{"masked_lm_ids": np.array([[7, 7, 9, 0]]),
+    ...                                "masked_lm_weights": np.array([[1, 1, 1, 0.0]])}])
+    (0.6666666666666666, 7)
+    """
+    counts = {}
+    total = 0.0
+    for batch in batches:
+        ids = np.asarray(batch["masked_lm_ids"]).reshape(-1)
+        weights = np.asarray(batch["masked_lm_weights"]).reshape(-1)
+        for token, weight in zip(ids[weights > 0].tolist(), weights[weights > 0].tolist()):
+            counts[token] = counts.get(token, 0.0) + weight
+            total += weight
+    if not counts:
+        raise ValueError("most_frequent_token_baseline: the batches hold no real predictions")
+    token = max(counts, key=counts.get)
+    return counts[token] / total, int(token)

@@ -15,7 +15,8 @@ of the original format, or raw text with dynamic masking), and trains with
   accuracy and loss, learning rate, sequences/s), written by the chief.
 * ``progress.jsonl``: one line per loop (the progress line's figures), appended.
 * ``metrics.json`` at the end: the last loop's training figures, the eval metrics on
-  ``eval_input_file`` (the original's names: ``masked_lm_accuracy``, ...), ``global_step``.
+  ``eval_input_file`` (the original's names: ``masked_lm_accuracy``, ...) beside the
+  accuracy of always predicting the most frequent masked token, ``global_step``.
 * the final model in keras_bert's preset layout (``bert_config.json``, ``vocab.txt``,
   ``bert_model.ckpt.*`` with Google's names, ``keras_bert.json``), which
   ``BertPretrainer.from_preset(model_dir)`` and ``BertEncoder.from_preset(model_dir)`` load
@@ -37,7 +38,7 @@ from keras_bert.data.pretraining_text import DynamicMaskingInput
 from keras_bert.training import distribution
 from keras_bert.training.finetune import write_metrics
 from keras_bert.training.optimization import OPTIMIZERS, create_optimizer
-from keras_bert.training.pretraining import PretrainingLoop
+from keras_bert.training.pretraining import PretrainingLoop, most_frequent_token_baseline
 from keras_bert.training.pretraining_model import PRECISIONS, build_pretrainer, tokenizer_of
 
 INPUT_FORMATS = ("tfrecord", "text")
@@ -306,6 +307,11 @@ def pretrain(options, strategy=None, log=print):
         evaluated = loop.evaluate(_distributed(strategy, eval_input), options.max_eval_steps)
         _summaries(writers["eval"], global_step, evaluated)
         metrics.update({f"eval_{k}": v for k, v in evaluated.items()})
+        # What always predicting the most frequent masked token scores on the eval data.
+        baseline_batches = eval_input(tf.distribute.InputContext(), 0).take(
+            options.max_eval_steps).as_numpy_iterator()
+        metrics["eval_most_frequent_token_accuracy"], metrics["eval_most_frequent_token"] = \
+            most_frequent_token_baseline(baseline_batches)
         say("eval  " + "  ".join(f"{k} {v:.4f}" for k, v in sorted(evaluated.items())
                                  if isinstance(v, float)))
     if is_chief:
