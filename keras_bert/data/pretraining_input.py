@@ -64,7 +64,7 @@ def list_files(input_file, flag="--input_file"):
     >>> list_files(os.path.join(d, "*.tfrecord"))
     Traceback (most recent call last):
     ...
-    keras_bert.data.pretraining_input.PretrainingDataError: --input_file: no file matches .../*.tfrecord
+    keras_bert.data.pretraining_input.PretrainingDataError: --input_file: no file matches ...
     """
     patterns = [p.strip() for p in str(input_file or "").split(",") if p.strip()]
     if not patterns:

@@ -204,7 +204,8 @@ class DynamicMaskingInput:
             files: text files (`keras_bert.data.pretraining_input.list_files`).
             batch_size: the per-replica batch.
             input_context: this pipeline's `tf.distribute.InputContext` (None: the only one).
-            is_training: shuffle files and instances; otherwise files are read in order.
+            is_training: shuffle the files; otherwise they are read in order (instances are
+                shuffled either way, with the seed).
             start_batch: batches to skip (a resumed run's position).
             cycle_length: files read at once.
         """
@@ -227,8 +228,9 @@ class DynamicMaskingInput:
         dataset = dataset.enumerate().map(
             self._instances(seeds[0]), num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True).unbatch()
-        if is_training:
-            dataset = dataset.shuffle(self.shuffle_buffer, seed=self.seed * 1000 + pipeline + 1)
+        # Shuffled for evaluation too (seeded, so the same every time): next to each other,
+        # instances of one document could not be random next segments for each other.
+        dataset = dataset.shuffle(self.shuffle_buffer, seed=self.seed * 1000 + pipeline + 1)
         pairs = self._pairs(seeds[1])
         dataset = dataset.ragged_batch(2, drop_remainder=True).enumerate().map(
             lambda index, pair: pairs(index, *pair)).unbatch()

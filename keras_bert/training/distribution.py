@@ -81,7 +81,7 @@ def check_tf_config(text=None):
     >>> check_tf_config('{"cluster": {"worker": ["127.0.0.1"]}, "task": {"type": "worker"}}')
     Traceback (most recent call last):
     ...
-    keras_bert.training.distribution.StrategyError: TF_CONFIG: cluster["worker"][0] is '127.0.0.1'; each task must be "host:port"
+    keras_bert.training.distribution.StrategyError: TF_CONFIG: cluster["worker"][0] is ...
     """
     if text is None:
         text = os.environ.get("TF_CONFIG", "")
