@@ -230,7 +230,8 @@ class DynamicMaskingInput:
             deterministic=True).unbatch()
         # Shuffled for evaluation too (seeded, so the same every time): next to each other,
         # instances of one document could not be random next segments for each other.
-        dataset = dataset.shuffle(self.shuffle_buffer, seed=self.seed * 1000 + pipeline + 1)
+        # (Pipelines read other files: the seed need not differ between them.)
+        dataset = dataset.shuffle(self.shuffle_buffer, seed=self.seed * 1000 + 1)
         pairs = self._pairs(seeds[1])
         dataset = dataset.ragged_batch(2, drop_remainder=True).enumerate().map(
             lambda index, pair: pairs(index, *pair)).unbatch()
