@@ -59,7 +59,11 @@ def _load_tensorflow():
     with quiet_native_stderr():
         import tensorflow as tf
 
-        tf.config.list_logical_devices("CPU")  # Creates the CPU device: its notices now.
+        # Creates the CPU device: its notices now. A program that must configure the devices
+        # first (logical CPU devices, a multi-worker strategy's collective ops: both only
+        # before TensorFlow's context starts) sets KERAS_BERT_DEFER_DEVICES=1.
+        if not os.environ.get("KERAS_BERT_DEFER_DEVICES"):
+            tf.config.list_logical_devices("CPU")
 
 
 def _select_tensorflow_backend():

@@ -1,4 +1,4 @@
-"""Training: the BERT optimizers and schedules (more to come: strategies, input pipelines)."""
+"""Training: the BERT optimizers and schedules, the strategy from flags, pre-training."""
 
 from keras_bert.training.optimization import (
     AdamW,
@@ -6,5 +6,8 @@ from keras_bert.training.optimization import (
     LinearWarmupDecay,
     create_optimizer,
 )
+from keras_bert.training.pretraining import PretrainingLoop
+from keras_bert.training.pretraining_run import PretrainingOptions, pretrain
 
-__all__ = ["AdamW", "Lamb", "LinearWarmupDecay", "create_optimizer"]
+__all__ = ["AdamW", "Lamb", "LinearWarmupDecay", "PretrainingLoop", "PretrainingOptions",
+           "create_optimizer", "pretrain"]

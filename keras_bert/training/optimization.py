@@ -97,6 +97,16 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
 class _NoDecayMixin:
     """Keeps the names excluded from weight decay in the config, so they survive saving."""
 
+    # False when the caller gives gradients already summed over the replicas of a
+    # tf.distribute strategy (keras_bert.training.pretraining does, so that clipping sees the
+    # global gradient: Keras clips each replica's gradient before summing them).
+    aggregate_gradients = True
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if not self.aggregate_gradients:
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
     def _set_no_decay(self, exclude_from_weight_decay):
         if isinstance(exclude_from_weight_decay, str):
             exclude_from_weight_decay = [exclude_from_weight_decay]

@@ -1,0 +1,92 @@
+"""The model a pre-training run starts from: a preset, a config with fresh weights, or a
+config with the weights of an earlier checkpoint (phase 2 of the two-phase recipe).
+
+* ``preset``: config, weights (encoder and, when the checkpoint has them, the ``cls/``
+  heads), vocabulary and casing: ``BertPretrainer.from_preset``.
+* ``bert_config_file`` alone: Google's ``bert_config.json``, fresh weights (pre-training
+  from scratch); ``vocab_file``/``do_lower_case`` give the vocabulary.
+* ``init_checkpoint``: weights to start from, as the original ``run_pretraining.py``'s
+  flag: a TF1 checkpoint prefix (``.../bert_model.ckpt``) or any directory ``from_preset``
+  reads (a finished run's ``--model_dir``), with ``bert_config_file`` or, for a directory,
+  its own config.
+"""
+
+import tensorflow as tf
+
+from keras_bert.checkpoints import google
+from keras_bert.checkpoints.common import CheckpointError
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.masked_lm import BertPretrainer
+from keras_bert.models.task_presets import load_head_weights
+from keras_bert.presets import load_preset
+from keras_bert.text.masked_lm_preprocessor import BertPretrainerPreprocessor
+from keras_bert.text.tokenizer import BertTokenizer
+
+PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def _init_weights(init_checkpoint, config):
+    """(canonical weights, source) of ``init_checkpoint``, checked against ``config``."""
+    if tf.io.gfile.isdir(init_checkpoint):
+        preset = load_preset(init_checkpoint)
+        return preset.weights(config), preset.path
+    if not tf.io.gfile.exists(init_checkpoint + ".index"):
+        raise CheckpointError(f"--init_checkpoint={init_checkpoint}: neither a directory nor "
+                              f"a TF checkpoint prefix ({init_checkpoint}.index is missing)")
+    return google.read_checkpoint(init_checkpoint, config), init_checkpoint
+
+
+def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, vocab_file=None,
+                     do_lower_case=None, max_seq_length=128, max_predictions_per_seq=20,
+                     mixed_precision="none"):
+    """A `BertPretrainer` (call it inside ``strategy.scope()``), with a
+    `BertPretrainerPreprocessor` when a vocabulary is known (its settings are then saved
+    with the model), and the config it has.
+
+    Raises `CheckpointError` / `ValueError` for files that cannot be read or do not fit, and
+    for ``max_seq_length`` beyond the config's ``max_position_embeddings``.
+    """
+    dtype = PRECISIONS[mixed_precision]
+    pre_args = dict(seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
+    if preset is not None:
+        config = load_preset(preset, require_weights=False).config
+        _check_length(config, max_seq_length, preset)
+        options = {} if do_lower_case is None else {"do_lower_case": do_lower_case}
+        return BertPretrainer.from_preset(preset, dtype=dtype, **pre_args, **options)
+    source = bert_config_file
+    if bert_config_file is not None:
+        config = google.config_from_json(bert_config_file)
+    else:  # --init_checkpoint=<a directory> alone: its own config
+        resolved = load_preset(init_checkpoint, require_weights=False)
+        config, source = resolved.config, resolved.path
+        if vocab_file is None:
+            vocab_file = resolved.vocab_path
+        if do_lower_case is None:
+            do_lower_case = resolved.do_lower_case
+    _check_length(config, max_seq_length, source)
+    encoder = BertEncoder(config, dtype=dtype)
+    preprocessor = None
+    if vocab_file is not None:
+        lower = True if do_lower_case is None else do_lower_case
+        tokenizer = BertTokenizer(vocab_file, do_lower_case=lower)
+        preprocessor = BertPretrainerPreprocessor(tokenizer, **pre_args)
+        encoder.vocab_path = vocab_file
+        encoder.do_lower_case = lower
+    model = BertPretrainer(encoder, preprocessor=preprocessor)
+    if init_checkpoint is not None:
+        weights, where = _init_weights(init_checkpoint, config)
+        encoder.set_canonical_weights(weights, source=where)
+        load_head_weights(model, weights, source=where)
+    return model
+
+
+def _check_length(config, max_seq_length, source):
+    if max_seq_length > config.max_position_embeddings:
+        raise ValueError(f"--max_seq_length={max_seq_length} is longer than the model takes: "
+                         f"{source} has max_position_embeddings="
+                         f"{config.max_position_embeddings}")
+
+
+def tokenizer_of(model):
+    """The model's `BertTokenizer`, or None when it has no vocabulary."""
+    return getattr(model.preprocessor, "tokenizer", None)
