@@ -142,5 +142,10 @@ def _not_bytes(value):
 
 
 def _first_line(message):
-    lines = [line for line in str(message).splitlines() if line.strip()]
-    return lines[0].strip() if lines else str(message)
+    """The line of a TensorFlow error message that says what went wrong (not "Graph execution
+    error:", the node or the stack)."""
+    lines = [line.strip() for line in str(message).splitlines()]
+    useful = [line for line in lines if line and not line.startswith(("[[", "File ", "<stack"))
+              and line not in ("Graph execution error:",)
+              and not line.startswith("Detected at node")]
+    return (useful or lines or [""])[0]
