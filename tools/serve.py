@@ -57,12 +57,17 @@ _BATCHING_FLAGS = ("max_batch_size", "batch_timeout_micros", "num_batch_threads"
                    "max_enqueued_batches")
 
 
+@flags.multi_flags_validator(
+    ("enable_batching", "batching_parameters_file") + _BATCHING_FLAGS,
+    message="--batching_parameters_file, --max_batch_size, --batch_timeout_micros, "
+            "--num_batch_threads and --max_enqueued_batches need --enable_batching")
+def _batching_flags_need_batching(values):
+    return values["enable_batching"] or all(
+        values[name] is None for name in ("batching_parameters_file",) + _BATCHING_FLAGS)
+
+
 def _batching(server_lib):
     if not FLAGS.enable_batching:
-        given = [f"--{name}" for name in ("batching_parameters_file",) + _BATCHING_FLAGS
-                 if FLAGS[name].present]
-        if given:
-            raise server_lib.ServerConfigError(f"{', '.join(given)} need(s) --enable_batching")
         return None
     options = (server_lib.read_batching_parameters_file(FLAGS.batching_parameters_file)
                if FLAGS.batching_parameters_file else server_lib.BatchingOptions())

@@ -97,3 +97,73 @@ def run_concurrently(count, work):
         thread.join(TIMEOUT * 2)
         assert not thread.is_alive(), "a client thread hung"
     return results
+
+
+class ServerProcess:
+    """`tools/serve.py` in a subprocess; `start` waits (bounded) for the lines saying where it
+    listens and fails with its stderr if it exits first."""
+
+    def __init__(self, *flags, cwd=None):
+        import pathlib
+        import subprocess
+        import sys
+
+        repo = pathlib.Path(__file__).resolve().parents[3]
+        self.command = [sys.executable, str(repo / "tools" / "serve.py"), *flags]
+        self.process = subprocess.Popen(self.command, cwd=cwd or repo, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        self.lines, self.errors = [], []
+        self.grpc_address = self.rest_url = None
+        self._ready = threading.Event()  # stdout closed
+        threading.Thread(target=self._read, daemon=True).start()
+        self._stderr = threading.Thread(target=lambda: self.errors.extend(self.process.stderr),
+                                        daemon=True)
+        self._stderr.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line)
+            if line.startswith("Running gRPC ModelServer at "):
+                self.grpc_address = line.split(" at ", 1)[1].split(" ", 1)[0]
+            elif line.startswith("Exporting HTTP/REST API at:"):
+                self.rest_url = line.split("at:", 1)[1].split(" ", 1)[0]
+        self._ready.set()
+
+    def start(self, timeout=180, rest=False):
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.grpc_address and (self.rest_url or not rest):
+                return self
+            if self.process.poll() is not None:
+                self._ready.wait(10)
+                self._stderr.join(10)
+                raise AssertionError(f"serve.py exited with {self.process.returncode}:\n"
+                                     f"{''.join(self.lines)}\n{''.join(self.errors)}")
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError(f"serve.py did not start within {timeout} s:\n{''.join(self.lines)}")
+
+    def stop(self, timeout=60):
+        """SIGTERM, then waits; returns (return code, stdout, stderr)."""
+        import subprocess
+
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout)
+        self._ready.wait(10)
+        self._stderr.join(10)
+        return self.process.returncode, "".join(self.lines), "".join(self.errors)
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
