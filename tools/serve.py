@@ -133,7 +133,23 @@ def main(argv):
     while not stop.wait(0.5):
         pass
     print("Stopping the model server", flush=True)
+    _print_model_calls(server.manager)
     server.stop()
+
+
+def _print_model_calls(manager):
+    """How many model calls served how many rows, per signature (batching merges calls)."""
+    for name in manager.model_names:
+        try:
+            servable = manager.resolve(name)
+        except Exception:  # nothing loaded: nothing to say
+            continue
+        for signature in servable.signatures.values():
+            if signature.calls:
+                print(f"Model calls: {name}/{servable.version}/{signature.name}: "
+                      f"{signature.calls} for {signature.rows_run} rows "
+                      f"({signature.rows_run / signature.calls:.2f} rows per call)")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ SMALL_RUNS = {
                    "--peers=keras_hub"],
     "finetune.py": ["--num_layers=1", "--batch_size=2", "--seq_length=8", "--rounds=1",
                     "--warmup=0", "--precisions=fp32", "--peers=keras_hub,hf_torch"],
+    "serve.py": ["--clients=2", "--requests=3", "--warmup=1", "--rounds=1"],
     "tokenize.py": ["--max_lines=20", "--repeats=1"],
 }
 

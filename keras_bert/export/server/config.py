@@ -32,7 +32,15 @@ from keras_bert.export.server.errors import ServerConfigError
 class ModelConfig:
     """One model to serve: its name, base path (numeric version directories below it), the
     versions to serve (``("latest", n)``, ``("all",)`` or ``("specific", (v, ...))``) and
-    version labels (``{"stable": 1}``)."""
+    version labels (``{"stable": 1}``).
+
+    Example:
+
+    >>> config = ModelConfig("sentiment", "/models/sentiment", ("specific", (1, 2)),
+    ...                      (("stable", 1),))
+    >>> config.version_policy, config.labels()
+    (('specific', (1, 2)), {'stable': 1})
+    """
 
     name: str
     base_path: str

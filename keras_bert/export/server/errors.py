@@ -26,7 +26,14 @@ HTTP_STATUS = {
 
 class ServingError(Exception):
     """A request the server refuses or cannot answer: `code` is a gRPC status code name
-    (``"INVALID_ARGUMENT"``, ``"NOT_FOUND"``, ...), the message says what was wrong."""
+    (``"INVALID_ARGUMENT"``, ``"NOT_FOUND"``, ...), the message says what was wrong.
+
+    Example:
+
+    >>> error = ServingError("NOT_FOUND", "Servable not found for request: Latest(nope)")
+    >>> error.code, error.http_status
+    ('NOT_FOUND', 404)
+    """
 
     def __init__(self, code, message):
         if code not in HTTP_STATUS:
@@ -42,7 +49,16 @@ class ServingError(Exception):
 
 class ServerConfigError(ValueError):
     """The server cannot start as configured (a model base path, a config file, a port): the
-    message names the flag, file (and line) or path at fault."""
+    message names the flag, file (and line) or path at fault.
+
+    Example:
+
+    >>> from keras_bert.export.server import read_model_config_file
+    >>> read_model_config_file("/no/such/models.config")
+    Traceback (most recent call last):
+    ...
+    keras_bert.export.server.errors.ServerConfigError: --model_config_file: ... does not exist
+    """
 
 
 def invalid(message):

@@ -27,7 +27,13 @@ log = logging.getLogger("keras_bert.export.server")
 @dataclasses.dataclass(frozen=True)
 class VersionStatus:
     """A version's state as GetModelStatus reports it (``AVAILABLE``, ``LOADING``,
-    ``UNLOADING``, ``END``) and the error that ended it, if any."""
+    ``UNLOADING``, ``END``) and the error that ended it, if any.
+
+    Example:
+
+    >>> VersionStatus(2, "AVAILABLE")
+    VersionStatus(version=2, state='AVAILABLE', error='')
+    """
 
     version: int
     state: str
