@@ -55,10 +55,49 @@ def _inputs(signature, request):
             raise invalid(f"input {key!r}: unknown dtype enum {proto.dtype}") from None
         signature.check_dtype(key, dtype)
         try:
-            arrays[key] = tf.make_ndarray(proto)
+            arrays[key] = to_array(proto, dtype)
         except Exception as error:  # content that does not fit its shape, and the like
             raise invalid(f"input {key!r} is not a valid TensorProto: {error}") from None
     return arrays
+
+
+def to_array(proto, dtype):
+    """`tf.make_ndarray`, with fast paths for what clients send most (strings in string_val,
+    numbers in tensor_content): it is a good part of a small request's time."""
+    import numpy as np
+    import tensorflow as tf
+
+    shape = [d.size for d in proto.tensor_shape.dim]
+    count = int(np.prod(shape, dtype=np.int64))
+    if dtype == tf.string and len(proto.string_val) == count:
+        array = np.empty(count, dtype=object)
+        array[:] = list(proto.string_val)
+        return array.reshape(shape)
+    if dtype != tf.string and proto.tensor_content and dtype.is_numpy_compatible:
+        numpy_dtype = np.dtype(dtype.as_numpy_dtype)
+        if len(proto.tensor_content) == count * numpy_dtype.itemsize:
+            return np.frombuffer(proto.tensor_content, numpy_dtype).reshape(shape).copy()
+    return tf.make_ndarray(proto)
+
+
+def to_proto(array):
+    """`tf.make_tensor_proto` of an output, the way TensorFlow writes tensors (numbers in
+    tensor_content), without its per-call overhead."""
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.core.framework import tensor_pb2
+
+    array = np.asarray(array)
+    if array.dtype.kind in "OSU":
+        proto = tensor_pb2.TensorProto(dtype=tf.string.as_datatype_enum)
+        proto.string_val.extend(v if isinstance(v, bytes) else str(v).encode("utf-8")
+                                for v in array.ravel().tolist())
+    else:
+        proto = tensor_pb2.TensorProto(dtype=tf.as_dtype(array.dtype).as_datatype_enum)
+        proto.tensor_content = np.ascontiguousarray(array).tobytes()
+    for size in array.shape:
+        proto.tensor_shape.dim.add(size=size)
+    return proto
 
 
 class PredictionService:
@@ -71,7 +110,6 @@ class PredictionService:
         return _serve(context, self._predict, request, context.time_remaining())
 
     def _predict(self, request, timeout=None):
-        import tensorflow as tf
         from tensorflow_serving.apis import predict_pb2
 
         name, version, label = _spec(request.model_spec)
@@ -84,7 +122,7 @@ class PredictionService:
         response.model_spec.version.value = servable.version
         response.model_spec.signature_name = signature.name
         for key, value in outputs.items():
-            response.outputs[key].CopyFrom(tf.make_tensor_proto(value))
+            response.outputs[key].CopyFrom(to_proto(value))
         return response
 
     def GetModelMetadata(self, request, context):  # noqa: N802

@@ -36,6 +36,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     # Headers and body leave in one write (flushed after each request) and without Nagle's
     # delay: otherwise a keep-alive client waits ~40 ms per request for a delayed ACK.
     wbufsize = -1
+    timeout = 300  # seconds a connection may sit idle or stall mid-request
 
     def setup(self):
         super().setup()
