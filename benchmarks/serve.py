@@ -9,8 +9,9 @@ connection (a gRPC channel with TF Serving's PredictionServiceStub; a keep-alive
 connection), send --requests requests of --texts_per_request real Wikipedia lines each. The
 floor is the same requests sent to the loaded signature directly in this process, by one
 thread in a loop and by one thread per client (the faster is the floor): no network, no
-serialisation, no server. The servers print how many rows each model call had. Rounds are interleaved; the best round of each mode is reported.
-Every failed request is counted and printed; the run fails unless there are none.
+serialisation, no server. The servers print how many rows each model call had. Rounds are
+interleaved; the best round of each mode is reported. Every failed request is counted and
+printed; the run fails unless there are none.
 
     python benchmarks/serve.py                            # tiny model, 8 clients x 200
     python benchmarks/serve.py --model=minilm_l6 --seq_length=128

@@ -1,4 +1,4 @@
-"""Serves SavedModels with TF Serving's gRPC and REST APIs, taking tensorflow_model_server's flags.
+r"""Serves SavedModels with TF Serving's gRPC and REST APIs, taking tensorflow_model_server's flags.
 
     python tools/serve.py --model_name=sentiment --model_base_path=/models/sentiment \
         --port=8500 --rest_api_port=8501

@@ -77,7 +77,8 @@ def _fails(*flags):
 
 def test_startup_errors_name_the_problem(model_root, tmp_path):
     bad_config = tmp_path / "bad.config"
-    bad_config.write_text("model_config_list {\n  config {\n    name: 'a'\n    path: '/x'\n  }\n}\n")
+    bad_config.write_text(
+        "model_config_list {\n  config {\n    name: 'a'\n    path: '/x'\n  }\n}\n")
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
