@@ -73,8 +73,8 @@ class ModelServer:
     def start(self):
         """Loads the models, then listens; returns the server. Raises `ServerConfigError`
         for a model that is missing or does not load, or a port that is in use."""
-        self.manager.start()
         try:
+            self.manager.start()
             self._grpc, self.grpc_port = start_grpc_server(
                 self.manager, self.host, self._grpc_port_wanted, self._grpc_max_threads)
             if self._rest_port_wanted is not None:
