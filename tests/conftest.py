@@ -43,3 +43,12 @@ def google_bert_path():
 @pytest.fixture(scope="session")
 def minilm_path():
     return minilm_dir()
+
+
+@pytest.fixture(scope="session")
+def serving_models(tmp_path_factory):
+    """Serving SavedModels of tiny BertClassifiers with their preprocessor (the server tests'
+    models, see tests/export/serving_models.py): name -> (path, expected outputs)."""
+    from tests.export.serving_models import write_test_models
+
+    return write_test_models(tmp_path_factory.mktemp("serving_models"))

@@ -32,6 +32,7 @@ SMALL_RUNS = {
     "pretrain.py": ["--num_layers=1", "--hidden_size=64", "--batch_size=2", "--seq_length=16",
                     "--max_predictions_per_seq=3", "--rounds=1", "--steps=1", "--warmup=0",
                     "--precisions=fp32", "--xla=off", "--peers=keras_hub,hf_torch"],
+    "serve.py": ["--clients=2", "--requests=3", "--warmup=1", "--rounds=1"],
     "tokenize.py": ["--max_lines=20", "--repeats=1"],
 }
 

@@ -1,0 +1,114 @@
+"""tools/serve.py end to end: started as tensorflow_model_server is (its flags, a model config
+file for several models), asked with TF Serving's gRPC stub and over HTTP on 127.0.0.1, stopped
+by SIGTERM; start-up errors are one line naming the file, line, path or port."""
+
+import re
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.export.server.clients import (
+    GrpcClient,
+    ServerProcess,
+    free_port,
+    http,
+    outputs,
+    texts,
+)
+from tests.export.serving_models import SENTENCES, install_version
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def model_root(serving_models, tmp_path_factory):
+    root = tmp_path_factory.mktemp("served")
+    install_version(serving_models["sentiment_v1"][0], root / "sentiment", 1)
+    install_version(serving_models["sentiment_v2"][0], root / "sentiment", 2)
+    install_version(serving_models["topics_v1"][0], root / "topics", 1)
+    (root / "models.config").write_text(
+        "model_config_list {\n"
+        f"  config {{ name: 'sentiment' base_path: '{root / 'sentiment'}' "
+        "model_platform: 'tensorflow' }\n"
+        f"  config {{ name: 'topics' base_path: '{root / 'topics'}' }}\n"
+        "}\n")
+    return root
+
+
+def test_serves_several_models_over_grpc_and_rest(model_root, serving_models):
+    server = ServerProcess(f"--model_config_file={model_root / 'models.config'}", "--port=0",
+                           f"--rest_api_port={free_port()}", "--enable_batching",
+                           "--max_batch_size=8", "--batch_timeout_micros=1000").start(rest=True)
+    try:
+        assert server.grpc_address.startswith("127.0.0.1:")
+        assert server.rest_url.startswith("http://127.0.0.1:")
+        client = GrpcClient(server.grpc_address)
+        response = client.predict("sentiment", {"text": texts(SENTENCES[:4])})
+        assert response.model_spec.version.value == 2  # the newest version
+        expected = serving_models["sentiment_v2"][1]
+        np.testing.assert_allclose(outputs(response)["probabilities"],
+                                   expected["probabilities"][:4], atol=1e-5)
+        client.close()
+        status, answer = http(f"{server.rest_url}/v1/models/topics:predict",
+                              {"instances": SENTENCES[:2]})
+        assert status == 200, answer
+        np.testing.assert_allclose([p["probabilities"] for p in answer["predictions"]],
+                                   serving_models["topics_v1"][1]["probabilities"][:2],
+                                   atol=1e-5)
+        status, answer = http(f"{server.rest_url}/v1/models/sentiment:predict",
+                              {"instances": ["a"] * 9})
+        assert status == 400 and "maximum input batch size 8" in answer["error"]
+    finally:
+        code, out, err = server.stop()
+    assert code == 0, err
+    assert "Serving model 'sentiment' version(s) [2]" in out
+    assert "Serving model 'topics' version(s) [1]" in out
+    assert "Batching: max_batch_size=8, batch_timeout_micros=1000" in out
+    assert "Traceback" not in err
+
+
+def _fails(*flags):
+    return subprocess.Popen([sys.executable, str(REPO / "tools" / "serve.py"), *flags],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_startup_errors_name_the_problem(model_root, tmp_path):
+    bad_config = tmp_path / "bad.config"
+    bad_config.write_text(
+        "model_config_list {\n  config {\n    name: 'a'\n    path: '/x'\n  }\n}\n")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    cases = {
+        "missing base path": (
+            [f"--model_base_path={tmp_path / 'missing'}", "--port=0"],
+            r"serve\.py: model 'default': base path .*missing does not exist"),
+        "bad config line": (
+            [f"--model_config_file={bad_config}", "--port=0"],
+            r"serve\.py: .*bad\.config:4:5: not a valid ModelServerConfig text proto: .*no "
+            r"field named \"path\""),
+        "port in use": (
+            [f"--model_base_path={model_root / 'topics'}",
+             f"--port={busy.getsockname()[1]}"],
+            rf"serve\.py: --port={busy.getsockname()[1]}: cannot listen for gRPC on "
+            rf"127\.0\.0\.1:{busy.getsockname()[1]}: the port is in use"),
+        "batching flags without batching": (
+            [f"--model_base_path={model_root / 'topics'}", "--max_batch_size=4"],
+            r"--max_batch_size, .* need --enable_batching"),
+    }
+    try:
+        running = {name: _fails(*flags) for name, (flags, _) in cases.items()}
+        for name, process in running.items():
+            try:
+                out, err = process.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                pytest.fail(f"{name}: serve.py did not exit")
+            assert process.returncode == 1, (name, out, err)  # absl's flag errors too
+            assert re.search(cases[name][1], err), (name, err)
+            assert "Traceback" not in err, (name, err)
+    finally:
+        busy.close()

@@ -1,0 +1,156 @@
+r"""Serves SavedModels with TF Serving's gRPC and REST APIs, taking tensorflow_model_server's flags.
+
+    python tools/serve.py --model_name=sentiment --model_base_path=/models/sentiment \
+        --port=8500 --rest_api_port=8501
+    python tools/serve.py --model_config_file=models.config --enable_batching \
+        --max_batch_size=32 --batch_timeout_micros=2000
+
+The newest numeric version directory under each base path is served, and a new one dropped in
+while serving is picked up (every --file_system_poll_wait_seconds). It listens on 127.0.0.1
+unless --host says otherwise. Client code written for TF Serving works against it unchanged:
+see the README's "Local serving" section. SIGINT or SIGTERM stops it.
+"""
+
+import os
+import pathlib
+import signal
+import sys
+import threading
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
+
+from absl import app, flags  # noqa: E402
+
+flags.DEFINE_integer("port", 8500, "Port for the gRPC API (0: any free port, printed).",
+                     lower_bound=0, upper_bound=65535)
+flags.DEFINE_integer("rest_api_port", 0, "Port for the HTTP/REST API; 0 serves no REST API.",
+                     lower_bound=0, upper_bound=65535)
+flags.DEFINE_string("host", "127.0.0.1", "Address to listen on (0.0.0.0: every interface).")
+flags.DEFINE_string("model_name", "default", "Name of the model (with --model_base_path).")
+flags.DEFINE_string("model_base_path", None, "Directory of the model's numeric version "
+                    "directories (<base>/1, <base>/2, ...).")
+flags.DEFINE_string("model_config_file", None, "A ModelServerConfig text proto listing "
+                    "several models (instead of --model_name/--model_base_path).")
+flags.DEFINE_float("file_system_poll_wait_seconds", 1, "Seconds between looks for new "
+                   "versions; 0: only at start; negative: never.")
+flags.DEFINE_bool("enable_batching", False, "Batch concurrent requests to a signature into "
+                  "one model call.")
+flags.DEFINE_string("batching_parameters_file", None, "A BatchingParameters text proto "
+                    "(max_batch_size { value: 32 } ...); the flags below override it.")
+flags.DEFINE_integer("max_batch_size", None, "Most rows in one batched model call "
+                     "(default 1000).", lower_bound=1)
+flags.DEFINE_integer("batch_timeout_micros", None, "How long the oldest request may wait for "
+                     "others to join its batch (default 0).", lower_bound=0)
+flags.DEFINE_integer("num_batch_threads", None, "Batches run at once (default: CPUs).",
+                     lower_bound=1)
+flags.DEFINE_integer("max_enqueued_batches", None, "Queue bound, in batches (default 10).",
+                     lower_bound=1)
+flags.DEFINE_integer("max_request_batch", 0, "Most rows one request may send (0: no limit "
+                     "beyond --max_batch_size when batching).", lower_bound=0)
+flags.DEFINE_integer("grpc_max_threads", 32, "gRPC requests handled at once.", lower_bound=1)
+flags.DEFINE_integer("rest_api_timeout_in_ms", 30000, "How long a REST request may wait for "
+                     "its batch.", lower_bound=0)
+FLAGS = flags.FLAGS
+
+_BATCHING_FLAGS = ("max_batch_size", "batch_timeout_micros", "num_batch_threads",
+                   "max_enqueued_batches")
+
+
+@flags.multi_flags_validator(
+    ("enable_batching", "batching_parameters_file") + _BATCHING_FLAGS,
+    message="--batching_parameters_file, --max_batch_size, --batch_timeout_micros, "
+            "--num_batch_threads and --max_enqueued_batches need --enable_batching")
+def _batching_flags_need_batching(values):
+    return values["enable_batching"] or all(
+        values[name] is None for name in ("batching_parameters_file",) + _BATCHING_FLAGS)
+
+
+def _batching(server_lib):
+    if not FLAGS.enable_batching:
+        return None
+    options = (server_lib.read_batching_parameters_file(FLAGS.batching_parameters_file)
+               if FLAGS.batching_parameters_file else server_lib.BatchingOptions())
+    overrides = {name: FLAGS[name].value for name in _BATCHING_FLAGS
+                 if FLAGS[name].value is not None}
+    if overrides:
+        import dataclasses
+
+        try:
+            options = dataclasses.replace(options, **overrides)
+        except ValueError as error:
+            raise server_lib.ServerConfigError(str(error)) from None
+    return options
+
+
+def _logging():
+    import logging
+
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("keras_bert.export.server")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.exit(f"serve.py: unexpected arguments {argv[1:]}; everything is a --flag")
+    import keras_bert  # noqa: F401  (first: loads TensorFlow quietly)
+    from keras_bert.backend import quiet_native_stderr
+    from keras_bert.export import server as server_lib
+
+    _logging()
+    try:
+        models = server_lib.models_from_flags(FLAGS.model_name, FLAGS.model_base_path,
+                                              FLAGS.model_config_file)
+        server = server_lib.ModelServer(
+            models, grpc_port=FLAGS.port, rest_api_port=FLAGS.rest_api_port or None,
+            host=FLAGS.host, batching=_batching(server_lib),
+            poll_wait_seconds=FLAGS.file_system_poll_wait_seconds,
+            max_request_batch=FLAGS.max_request_batch, grpc_max_threads=FLAGS.grpc_max_threads,
+            rest_api_timeout_in_ms=FLAGS.rest_api_timeout_in_ms)
+        with quiet_native_stderr():
+            server.start()
+    except server_lib.ServerConfigError as error:
+        sys.exit(f"serve.py: {error}")
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    for model in models:
+        versions = [s.version for s in server.manager.status(model.name)
+                    if s.state == "AVAILABLE"]
+        print(f"Serving model {model.name!r} version(s) {versions} from {model.base_path}")
+    batching = server.manager.batching
+    if batching is not None:
+        print(f"Batching: max_batch_size={batching.max_batch_size}, batch_timeout_micros="
+              f"{batching.batch_timeout_micros}, num_batch_threads={batching.threads}")
+    print(f"Running gRPC ModelServer at {server.grpc_address} ...")
+    if server.rest_url:
+        print(f"Exporting HTTP/REST API at:{server.rest_url} ...")
+    sys.stdout.flush()
+    while not stop.wait(0.5):
+        pass
+    print("Stopping the model server", flush=True)
+    _print_model_calls(server.manager)
+    server.stop()
+
+
+def _print_model_calls(manager):
+    """How many model calls served how many rows, per signature (batching merges calls)."""
+    for name in manager.model_names:
+        try:
+            servable = manager.resolve(name)
+        except Exception:  # nothing loaded: nothing to say
+            continue
+        for signature in servable.signatures.values():
+            if signature.calls:
+                print(f"Model calls: {name}/{servable.version}/{signature.name}: "
+                      f"{signature.calls} for {signature.rows_run} rows "
+                      f"({signature.rows_run / signature.calls:.2f} rows per call)")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    app.run(main)
