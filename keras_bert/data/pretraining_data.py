@@ -23,6 +23,7 @@ import concurrent.futures
 import dataclasses
 import multiprocessing
 import os
+import tempfile
 import time
 
 import tensorflow as tf
@@ -92,9 +93,12 @@ def check_outputs(paths, input_files=()):
         if not os.path.isdir(directory):
             raise PretrainingDataError(f"output {path}: the directory {directory} does not "
                                        "exist; create it first")
-        if not os.access(directory, os.W_OK | os.X_OK):
+        try:  # the real test (permissions, read-only file systems, root or not)
+            with tempfile.TemporaryFile(dir=directory):
+                pass
+        except OSError as e:
             raise PretrainingDataError(f"output {path}: cannot write in {directory} "
-                                       "(permission denied)")
+                                       f"({e.strerror or e})") from None
         if os.path.isdir(path):
             raise PretrainingDataError(f"output {path} is a directory")
         if os.path.abspath(path) in inputs:
@@ -132,6 +136,11 @@ class _InProcess:
         pass
 
 
+def _died(error):
+    return PretrainingDataError(f"a worker process died ({error}); if it ran out of memory, "
+                                "lower --num_workers or --chunk_lines")
+
+
 class _Workers:
     def __init__(self, count, maker):
         methods = multiprocessing.get_all_start_methods()
@@ -141,15 +150,17 @@ class _Workers:
             initargs=(maker,))
 
     def submit(self, chunk, chunk_index):
-        return self.pool.submit(_encode, chunk, chunk_index)
+        try:
+            return self.pool.submit(_encode, chunk, chunk_index)
+        except concurrent.futures.process.BrokenProcessPool as e:
+            raise _died(e) from None
 
     @staticmethod
     def result(future):
         try:
             return future.result()
         except concurrent.futures.process.BrokenProcessPool as e:
-            raise PretrainingDataError(f"a worker process died ({e}); if it ran out of "
-                                       "memory, lower --num_workers or --chunk_lines") from None
+            raise _died(e) from None
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
