@@ -19,7 +19,9 @@ to its end: it leaves out the start of Python and `import tensorflow` (the same 
 ours also imports keras_bert there), and counts everything else (vocabulary, tokenizer,
 reading, writing, our worker processes' start). "wall" is the whole process. Peak RSS is the
 most memory the run's process tree (the process and its workers, summed) held at once,
-polled every 20 ms. Rounds are interleaved; the best time of each run counts, and its peak
+polled every 20 ms; PSS splits the pages forked workers share with their parent between them
+(RSS counts them in each). The memory target compares ours on the large corpus with ours on
+the 1x corpus, both in one process (--num_workers=1). Rounds are interleaved; the best time of each run counts, and its peak
 RSS is the largest seen. The last line is one JSON object of all figures.
 """
 
@@ -87,20 +89,23 @@ with open(result, "w") as f:
 """
 
 
-def _tree_rss(process):
+def _tree_memory(process):
+    """RSS and PSS (shared pages split between their users), summed over the tree."""
     import psutil
 
-    total = 0
+    rss = pss = 0
     for p in [process] + process.children(recursive=True):
         try:
-            total += p.memory_info().rss
+            info = p.memory_full_info()
         except psutil.Error:
-            pass
-    return total
+            continue
+        rss += info.rss
+        pss += info.pss
+    return rss, pss
 
 
 def _run(kind, argv, work):
-    """Runs one process; returns seconds, wall seconds, peak tree RSS (MB)."""
+    """Runs one process; returns seconds, wall seconds, peak tree RSS and PSS (MB)."""
     import psutil
 
     result = os.path.join(work, "result.json")
@@ -113,9 +118,10 @@ def _run(kind, argv, work):
         child = subprocess.Popen([sys.executable, "-c", _RUNNER, kind, script, result, *argv],
                                  stdout=log, stderr=subprocess.STDOUT, env=env)
         process = psutil.Process(child.pid)
-        peak = 0
+        peak = peak_pss = 0
         while child.poll() is None:
-            peak = max(peak, _tree_rss(process))
+            rss, pss = _tree_memory(process)
+            peak, peak_pss = max(peak, rss), max(peak_pss, pss)
             if time.perf_counter() - start > FLAGS.timeout:
                 child.kill()
             time.sleep(0.02)
@@ -125,7 +131,7 @@ def _run(kind, argv, work):
             raise RuntimeError(f"{kind} {' '.join(argv)} failed:\n{log.read()[-3000:]}")
     with open(result) as f:
         seconds = json.load(f)["seconds"]
-    return seconds, wall, peak / 2**20
+    return seconds, wall, peak / 2**20, peak_pss / 2**20
 
 
 def _google_bert_dir():
@@ -185,7 +191,7 @@ def main(argv):
                 argv = [f"--input_file={inputs}", f"--output_file={output}", *common]
                 if kind == "ours":
                     argv += [f"--num_workers={workers}", "--noprogress"]
-                seconds, wall, rss = _run(kind, argv, out_dir)
+                seconds, wall, rss, pss = _run(kind, argv, out_dir)
                 instances = _count(output + "*")
                 old = best.get(name)
                 best[name] = {
@@ -193,6 +199,7 @@ def main(argv):
                     "seconds": round(min(seconds, old["seconds"]) if old else seconds, 3),
                     "wall_seconds": round(min(wall, old["wall_seconds"]) if old else wall, 3),
                     "peak_rss_mb": round(max(rss, old["peak_rss_mb"]) if old else rss, 1),
+                    "peak_pss_mb": round(max(pss, old["peak_pss_mb"]) if old else pss, 1),
                 }
                 shutil.rmtree(out_dir, ignore_errors=True)
         for row in best.values():
@@ -226,14 +233,15 @@ def main(argv):
           + (" + NYT editorials" if FLAGS.nyt else "") + f"; seq {FLAGS.max_seq_length}, "
           f"dupe_factor {FLAGS.dupe_factor}; {os.cpu_count()} CPUs; best of {FLAGS.rounds}")
     header = (f"| {'run':24} | {'instances':>9} | {'seconds':>8} | {'wall s':>7} | "
-              f"{'instances/s':>11} | {'x original':>10} | {'peak RSS MB':>11} |")
+              f"{'instances/s':>11} | {'x original':>10} | {'peak RSS MB':>11} | "
+              f"{'peak PSS MB':>11} |")
     print(header)
     print("|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|")
     for name, row in best.items():
         print(f"| {name:24} | {row['instances']:>9} | {row['seconds']:>8.2f} | "
               f"{row['wall_seconds']:>7.2f} | {row['instances_per_s']:>11.0f} | "
               f"{row['instances_per_s'] / original['instances_per_s']:>10.2f} | "
-              f"{row['peak_rss_mb']:>11.0f} |")
+              f"{row['peak_rss_mb']:>11.0f} | {row['peak_pss_mb']:>11.0f} |")
     print(f"ours / original at 1x: {summary['speedup_1x']:.2f}x instances/s "
           f"({summary['speedup_1x_wall']:.2f}x on wall time); peak RSS of ours on "
           f"{copies} / on 1x (1 worker): {summary['rss_large_over_1x']:.3f}")

@@ -83,7 +83,13 @@ class PretrainingOptions:
 class TokenizedChunk:
     """A chunk of documents as token ids: sentence ``s`` is ``ids[sentence_splits[s]:
     sentence_splits[s + 1]]``, document ``d`` the sentences ``document_splits[d]`` to
-    ``document_splits[d + 1]``; sentences without tokens and empty documents are left out."""
+    ``document_splits[d + 1]``; sentences without tokens and empty documents are left out.
+
+    >>> import numpy as np
+    >>> chunk = TokenizedChunk(np.array([7, 8, 9]), np.array([0, 2, 3]), np.array([0, 2]))
+    >>> chunk.ids[chunk.sentence_splits[1]:chunk.sentence_splits[2]].tolist()
+    [9]
+    """
 
     ids: np.ndarray
     sentence_splits: np.ndarray
@@ -99,6 +105,20 @@ class RecordMaker:
       cls_id, sep_id, mask_id: the vocabulary's special tokens.
       continuation: bool [vocabulary size], True for `##` pieces (whole-word masking; its
         length is the vocabulary size random replacements are drawn from).
+
+    Example (ids 0-4 are [PAD] [UNK] [CLS] [SEP] [MASK]):
+
+    >>> import numpy as np
+    >>> maker = RecordMaker(PretrainingOptions(max_seq_length=8, max_predictions_per_seq=2,
+    ...                                        dupe_factor=1), 2, 3, 4, [False] * 20)
+    >>> chunk = TokenizedChunk(ids=np.arange(5, 15), sentence_splits=np.array([0, 3, 6, 10]),
+    ...                        document_splits=np.array([0, 2, 3]))
+    >>> features = maker.features(chunk, chunk_index=0)
+    >>> features["input_ids"][:, 0].tolist() == [2] * len(features["input_ids"])
+    True
+    >>> data, offsets = maker.encode(chunk, chunk_index=0)  # the same, serialized
+    >>> len(offsets) - 1 == len(features["input_ids"])
+    True
     """
 
     def __init__(self, options, cls_id, sep_id, mask_id, continuation):

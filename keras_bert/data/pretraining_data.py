@@ -23,7 +23,9 @@ import concurrent.futures
 import dataclasses
 import multiprocessing
 import os
+import queue
 import tempfile
+import threading
 import time
 
 import tensorflow as tf
@@ -38,8 +40,14 @@ CHUNK_LINES = 10_000
 @dataclasses.dataclass
 class PretrainingDataStats:
     """What a `create_pretraining_data` run did. ``max_lines_held``: the most input lines
-    held at once in chunks read and not yet written (bounded by the chunk size and the number
-    of chunks in flight, not by the corpus)."""
+    held at once in chunks read and not yet written: one chunk tokenized ahead, one waiting
+    for it, and the chunks being made (one in this process, two per worker), bounded by the
+    chunk size, not the corpus.
+
+    >>> stats = PretrainingDataStats(["in.txt"], ["out.tfrecord"], instances=500, seconds=2.0)
+    >>> stats.instances_per_second
+    250.0
+    """
 
     input_files: list
     output_files: list
@@ -148,6 +156,7 @@ class _Workers:
         self.pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=count, mp_context=context, initializer=_start_worker,
             initargs=(maker,))
+        self.pool.submit(int).result()  # fork them now, before this process starts threads
 
     def submit(self, chunk, chunk_index):
         try:
@@ -164,6 +173,47 @@ class _Workers:
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ahead(items):
+    """Yields ``items``, computed one ahead on a thread (its errors raised here, in turn)."""
+    results = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    done = object()
+
+    def run():
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        results.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            results.put((done, None))
+        except BaseException as error:  # noqa: B036 - handed to the consumer
+            results.put((done, error))
+
+    thread = threading.Thread(target=run, name="read-and-tokenize", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = results.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                results.get_nowait()
+            except queue.Empty:
+                pass
+            thread.join(timeout=0.05)
 
 
 def create_pretraining_data(input_files, output_files, vocabulary, *, do_lower_case=True,
@@ -218,17 +268,18 @@ def create_pretraining_data(input_files, output_files, vocabulary, *, do_lower_c
     check_outputs(output_files, files)
     encoder = ChunkEncoder(vocabulary, do_lower_case, options)  # checks the vocabulary
     stats = PretrainingDataStats(input_files=files, output_files=output_files)
-    held = 0  # lines of the chunks read and not yet written
+    held = [0]  # lines of the chunks read and not yet written
+    lock = threading.Lock()
 
-    def read():
-        nonlocal held
+    def read_and_tokenize():
         for chunk in pretraining_text.read_chunks(files, chunk_lines):
             lines = sum(len(document) for document in chunk)
-            held += lines
-            stats.max_lines_held = max(stats.max_lines_held, held)
-            stats.documents += len(chunk)
-            stats.lines += lines
-            yield lines, chunk
+            with lock:
+                held[0] += lines
+                stats.max_lines_held = max(stats.max_lines_held, held[0])
+                stats.documents += len(chunk)
+                stats.lines += lines
+            yield lines, encoder.tokenize(chunk)
 
     maker = _Workers(num_workers, encoder.maker) if num_workers > 1 else _InProcess(
         encoder.maker)
@@ -238,19 +289,21 @@ def create_pretraining_data(input_files, output_files, vocabulary, *, do_lower_c
     try:
         with pretraining_records.RecordShards(output_files) as shards:
             def write_oldest():
-                nonlocal held
                 lines, handle = in_flight.pop(0)
                 data, offsets = maker.result(handle)
                 shards.write_batch(data, offsets)
-                held -= lines
+                with lock:
+                    held[0] -= lines
                 stats.chunks += 1
                 stats.instances = shards.written
                 stats.seconds = time.perf_counter() - started
                 if progress is not None:
                     progress(stats)
 
-            for index, (lines, chunk) in enumerate(read()):
-                in_flight.append((lines, maker.submit(encoder.tokenize(chunk), index)))
+            # Reading and tokenizing (TensorFlow, without the GIL) run a chunk ahead, on a
+            # thread, while this one makes (or waits for) and writes records.
+            for index, (lines, chunk) in enumerate(_ahead(read_and_tokenize())):
+                in_flight.append((lines, maker.submit(chunk, index)))
                 del chunk
                 while len(in_flight) >= window:
                     write_oldest()

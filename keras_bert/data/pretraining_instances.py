@@ -28,7 +28,14 @@ import numpy as np
 class Instances:
     """Instances as ranges of the chunk's flat token ids: segment A is
     ``ids[a_start:a_end]``, segment B ``ids[b_start:b_end]``; ``is_random_next`` is the
-    next-sentence label (1: B comes from another document). All int64/bool arrays [n]."""
+    next-sentence label (1: B comes from another document). All int64/bool arrays [n].
+
+    >>> import numpy as np
+    >>> pair = Instances(np.array([0]), np.array([3]), np.array([3]), np.array([5]),
+    ...                  np.array([False]))
+    >>> len(pair), pair.take([0, 0]).a_end.tolist()
+    (1, [3, 3])
+    """
 
     a_start: np.ndarray
     a_end: np.ndarray
