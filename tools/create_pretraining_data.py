@@ -52,7 +52,9 @@ flags.DEFINE_integer("num_workers", min(os.cpu_count() or 1, 8), "Worker process
                      "the main process.")
 flags.DEFINE_integer("chunk_lines", 10_000, "Input lines per chunk: the pool of random next "
                      "documents, the shuffle window and what bounds memory.")
-flags.DEFINE_bool("progress", True, "Print a progress line per chunk.")
+flags.DEFINE_bool("progress", True, "Print progress lines (after the first chunk, then at "
+                  "most one per --progress_seconds).")
+flags.DEFINE_float("progress_seconds", 10.0, "Seconds between progress lines.")
 FLAGS = flags.FLAGS
 
 
@@ -72,7 +74,16 @@ def _vocabulary(keras_bert):
     return preset.vocab_path, lower
 
 
+_PRINTED = [None]  # when the last progress line was printed
+
+
 def _progress(stats):
+    import time
+
+    now = time.monotonic()
+    if _PRINTED[0] is not None and now - _PRINTED[0] < FLAGS.progress_seconds:
+        return
+    _PRINTED[0] = now
     print(f"chunk {stats.chunks}: {stats.lines:,} lines, {stats.documents:,} documents -> "
           f"{stats.instances:,} instances ({stats.instances_per_second:,.0f}/s)", flush=True)
 
@@ -100,6 +111,10 @@ def main(argv):
                 progress=_progress if FLAGS.progress else None)
     except (ValueError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"create_pretraining_data.py: {error}")
+    except KeyboardInterrupt:
+        print("create_pretraining_data.py: interrupted; no output file was written",
+              file=sys.stderr)
+        sys.exit(130)
     workers = (f"{stats.worker_processes} worker processes" if stats.worker_processes
                else "1 process")
     print(f"Wrote {stats.instances:,} instances from {stats.documents:,} documents "

@@ -24,6 +24,7 @@ import dataclasses
 import multiprocessing
 import os
 import queue
+import signal
 import tempfile
 import threading
 import time
@@ -123,6 +124,8 @@ _MAKER = None
 def _start_worker(maker):
     global _MAKER
     _MAKER = maker
+    # Ctrl-C reaches the whole process group: the main process stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _encode(chunk, chunk_index):

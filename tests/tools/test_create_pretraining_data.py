@@ -86,3 +86,60 @@ def test_one_vocabulary_source(corpus, tmp_path, minilm_path):
     assert result.returncode == 1
     assert "Give --vocab_file or --preset, exactly one." in result.stderr
     assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture(scope="module")
+def copies(corpus, tmp_path_factory):
+    """Eight copies of the corpus, as eight files: a run long enough to interrupt."""
+    folder = tmp_path_factory.mktemp("copies")
+    text = (corpus / "a.txt").read_text() + "\n" + (corpus / "b.txt").read_text()
+    for i in range(8):
+        (folder / f"part-{i}.txt").write_text(text)
+    return folder
+
+
+def _start_and_stop(copies, out, signal_number, *flags):
+    """Starts the tool, sends a signal once it has written its first chunk; returns the
+    finished process."""
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "tools" / "create_pretraining_data.py"),
+         f"--input_file={copies}/*.txt", f"--output_file={out}", "--preset=minilm_l6", "--chunk_lines=300",
+         "--max_seq_length=64", "--max_predictions_per_seq=8", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = process.stdout.readline()
+        assert first.startswith("chunk 1: "), first + process.stderr.read()[-3000:]
+        process.send_signal(signal_number)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_leaves_no_output(copies, tmp_path, workers):
+    import signal
+
+    process = _start_and_stop(copies, tmp_path / "out.tfrecord", signal.SIGINT,
+                              f"--num_workers={workers}", "--num_output_shards=2")
+    assert process.returncode == 130
+    assert process.stderr.read().endswith(
+        "create_pretraining_data.py: interrupted; no output file was written\n")
+    assert os.listdir(tmp_path) == []  # no shard, no temporary directory
+
+
+def test_kill_leaves_no_output_file_and_the_next_run_sweeps(copies, corpus, tmp_path,
+                                                           minilm_path):
+    import signal
+
+    from keras_bert.data import pretraining_data
+
+    process = _start_and_stop(copies, tmp_path / "out.tfrecord", signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+    left = os.listdir(tmp_path)
+    assert len(left) == 1 and left[0].startswith(".tmp-")  # its work space, never out.tfrecord
+    pretraining_data.create_pretraining_data(
+        f"{corpus}/a.txt", [str(tmp_path / "out.tfrecord")], str(minilm_path / "vocab.txt"))
+    assert os.listdir(tmp_path) == ["out.tfrecord"]  # the dead run's directory swept
