@@ -21,8 +21,9 @@ reading, writing, our worker processes' start). "wall" is the whole process. Pea
 most memory the run's process tree (the process and its workers, summed) held at once,
 polled every 20 ms; PSS splits the pages forked workers share with their parent between them
 (RSS counts them in each). The memory target compares ours on the large corpus with ours on
-the 1x corpus, both in one process (--num_workers=1). Rounds are interleaved; the best time of each run counts, and its peak
-RSS is the largest seen. The last line is one JSON object of all figures.
+the 1x corpus, both in one process (--num_workers=1). Rounds are interleaved; the best time
+of each run counts, and its peak memory is the largest seen. The last line is one JSON
+object of all figures.
 """
 
 # benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this

@@ -12,9 +12,10 @@ name that --num_output_shards=N numbers as <name>-00000-of-0000N ...; every file
 when all are complete. The records have the original's features (input_ids, input_mask,
 segment_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights, next_sentence_labels),
 so the original's run_pretraining.py and ours read them alike. --preset takes the vocabulary
-(and casing) of a preset instead of --vocab_file. Work is spread over --num_workers processes
-for inputs of more than two chunks of --chunk_lines lines. A bad flag or input is one line on
-stderr and exit status 1, with nothing written.
+(and casing) of a preset instead of --vocab_file. The input is read in chunks of
+--chunk_lines lines (memory stays flat); --num_workers processes make their records. A bad
+flag or input is one line on stderr and exit status 1, Ctrl-C exit status 130, with nothing
+written.
 """
 
 import os
@@ -47,9 +48,10 @@ flags.DEFINE_float("short_seq_prob", 0.1, "Probability of aiming at a sequence s
                    "the maximum length.")
 flags.DEFINE_integer("num_output_shards", 1, "Number the --output_file name into this many "
                      "files.")
-flags.DEFINE_integer("num_workers", min(os.cpu_count() or 1, 8), "Worker processes (each "
-                     "holds TensorFlow, about 0.9 GB); inputs of up to two chunks are made in "
-                     "the main process.")
+flags.DEFINE_integer("num_workers", max(1, min((os.cpu_count() or 1) - 1, 8)),
+                     "Processes making records (1: the main process alone; more: forked "
+                     "workers beside it, which reads, tokenizes and writes). Default: the CPUs "
+                     "less one, at most 8.")
 flags.DEFINE_integer("chunk_lines", 10_000, "Input lines per chunk: the pool of random next "
                      "documents, the shuffle window and what bounds memory.")
 flags.DEFINE_bool("progress", True, "Print progress lines (after the first chunk, then at "

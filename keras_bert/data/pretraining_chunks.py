@@ -40,7 +40,8 @@ class PretrainingOptions:
     >>> PretrainingOptions(max_seq_length=16, max_predictions_per_seq=20).check()
     Traceback (most recent call last):
     ...
-    keras_bert.data.pretraining_text.PretrainingDataError: --max_predictions_per_seq=20 is more than a sequence of --max_seq_length=16 can hold (at most 13 tokens besides [CLS] and the two [SEP])
+    keras_bert...PretrainingDataError: --max_predictions_per_seq=20 is more than a sequence
+    of --max_seq_length=16 can hold (at most 13 tokens besides [CLS] and the two [SEP])
     """
 
     max_seq_length: int = 128

@@ -29,8 +29,6 @@ import tempfile
 import threading
 import time
 
-import tensorflow as tf
-
 from keras_bert.data import pretraining_records, pretraining_text
 from keras_bert.data.pretraining_chunks import ChunkEncoder, PretrainingOptions
 from keras_bert.data.pretraining_text import PretrainingDataError

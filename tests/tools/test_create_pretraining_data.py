@@ -103,7 +103,8 @@ def _start_and_stop(copies, out, signal_number, *flags):
     finished process."""
     process = subprocess.Popen(
         [sys.executable, str(REPO / "tools" / "create_pretraining_data.py"),
-         f"--input_file={copies}/*.txt", f"--output_file={out}", "--preset=minilm_l6", "--chunk_lines=300",
+         f"--input_file={copies}/*.txt", f"--output_file={out}", "--preset=minilm_l6",
+         "--chunk_lines=300",
          "--max_seq_length=64", "--max_predictions_per_seq=8", *flags],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
