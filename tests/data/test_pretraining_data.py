@@ -168,6 +168,9 @@ def _check_restored(features, source, limit=None):
         length = int(features["input_mask"][i].sum())
         segments = features["segment_ids"][i]
         split = int((segments[:length] == 0).sum())
+        # Predictions only on tokens of A and B: never [CLS], a [SEP] or padding.
+        assert ((positions > 0) & (positions < length) & (positions != split - 1)
+                & (positions != length - 1)).all(), i
         assert ids[0] == 101 and ids[split - 1] == 102 and ids[length - 1] == 102, i
         assert not ids[length:].any() and not segments[length:].any()
         assert (segments[:split] == 0).all() and (segments[split:length] == 1).all()
