@@ -1,5 +1,6 @@
 """Fine-tuning data: example files (TSV/CSV/JSONL), TFDS tasks, the movie-review demo set,
-SQuAD reading, windowing, post-processing and the official metrics."""
+SQuAD reading, windowing, post-processing and the official metrics; pre-training data: text
+files to the original BERT TFRecords (`create_pretraining_data`)."""
 
 from keras_bert.data import movie_reviews, tfds_tasks
 from keras_bert.data.files import (
@@ -9,6 +10,10 @@ from keras_bert.data.files import (
     read_examples,
     read_tagging_examples,
 )
+from keras_bert.data.pretraining_chunks import PretrainingDataOptions
+from keras_bert.data.pretraining_data import PretrainingDataStats, create_pretraining_data
+from keras_bert.data.pretraining_records import feature_spec as pretraining_feature_spec
+from keras_bert.data.pretraining_files import PretrainingDataError
 from keras_bert.data.sources import load_splits
 from keras_bert.data.squad_examples import SquadExample, read_squad_examples
 from keras_bert.data.squad_features import SquadFeatures, convert_examples_to_features
@@ -27,6 +32,11 @@ __all__ = [
     "DataFileError",
     "Examples",
     "load_splits",
+    "PretrainingDataError",
+    "PretrainingDataStats",
+    "PretrainingDataOptions",
+    "create_pretraining_data",
+    "pretraining_feature_spec",
     "movie_reviews",
     "read_choice_examples",
     "read_examples",

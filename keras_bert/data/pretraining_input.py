@@ -31,7 +31,8 @@ SHUFFLE_BUFFER = 1000  # records (the original run_pretraining.py shuffles 100)
 
 
 class PretrainingDataError(ValueError):
-    """Pre-training input that cannot be used: no files, records of another shape."""
+    """Pre-training input that cannot be used: no files, records of another shape, bad
+    vocabulary or flags of data creation; the message names the culprit."""
 
 
 def _original_features(max_seq_length, max_predictions_per_seq):

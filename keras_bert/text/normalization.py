@@ -23,6 +23,7 @@ import functools
 import sys
 import unicodedata
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.text import checks
@@ -42,14 +43,9 @@ CJK_RANGES = (
 
 def _ranges_from_flags(flags):
     """Sorted (first, last) code point ranges where `flags[cp]` is true."""
-    ranges, start = [], None
-    for cp, hit in enumerate(list(flags) + [False]):
-        if hit and start is None:
-            start = cp
-        elif not hit and start is not None:
-            ranges.append((start, cp - 1))
-            start = None
-    return tuple(ranges)
+    padded = np.concatenate([[False], np.asarray(flags, dtype=bool), [False]])
+    edges = np.flatnonzero(padded[1:] != padded[:-1])  # starts and ends (exclusive), in turn
+    return tuple((int(lo), int(hi) - 1) for lo, hi in zip(edges[::2], edges[1::2]))
 
 
 def _re2_class(ranges):
@@ -63,32 +59,31 @@ def _re2_class(ranges):
 @functools.lru_cache(maxsize=None)
 def patterns():
     """RE2 patterns of the character classes, built once per process from `unicodedata`."""
+    # The reference's tests, one category look-up per code point (over all code points at
+    # once: surrogates are category Cs, which no test takes): `_clean_text` drops NUL, U+FFFD
+    # and `_is_control` characters (Cc, Cf but tab, newline, return); `_is_whitespace` (plus
+    # what `str.split()` splits on) separates words; `_is_punctuation` (ASCII
+    # non-alphanumerics, category P*) and `_is_chinese_char` are split off; NFD's non-spacing
+    # marks (Mn) are the accents dropped.
     n = sys.maxunicode + 1
-    removed, marks, whitespace, split_off = ([False] * n for _ in range(4))
-    cjk = [False] * n
+    chars = list(map(chr, range(n)))
+    # Every category name is two ASCII letters: one `S2` array of all of them, built at C speed.
+    category = np.frombuffer(
+        "".join(map(unicodedata.category, chars)).encode("ascii"), dtype="S2")
+    isspace = np.fromiter(map(str.isspace, chars), dtype=bool, count=n)
+    code = np.arange(n)
+    tab_newline_return = np.isin(code, [9, 10, 13])
+    removed = np.isin(code, [0, 0xFFFD]) | (
+        np.isin(category, [b"Cc", b"Cf"]) & ~tab_newline_return)
+    marks = category == b"Mn"
+    # ASCII space is left out: it needs no rewriting, and matching it would cost time.
+    whitespace = (code != 32) & (tab_newline_return | (category == b"Zs") | (isspace & ~removed))
+    cjk = np.zeros(n, dtype=bool)
     for lo, hi in CJK_RANGES:
-        cjk[lo : hi + 1] = [True] * (hi - lo + 1)
-    for cp in range(n):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        char = chr(cp)
-        # The reference's tests, sharing one category look-up per code point: `_clean_text`
-        # drops NUL, U+FFFD and `_is_control` characters (Cc, Cf but tab, newline, return);
-        # `_is_whitespace` (plus what `str.split()` splits on) separates words;
-        # `_is_punctuation` (ASCII non-alphanumerics, category P*) and `_is_chinese_char`
-        # are split off; NFD's non-spacing marks (Mn) are the accents dropped.
-        category = unicodedata.category(char)
-        removed[cp] = cp in (0, 0xFFFD) or (
-            category in ("Cc", "Cf") and char not in "\t\n\r"
-        )
-        marks[cp] = category == "Mn"
-        # ASCII space is left out: it needs no rewriting, and matching it would cost time.
-        whitespace[cp] = cp != 32 and (
-            char in "\t\n\r" or category == "Zs" or (char.isspace() and not removed[cp])
-        )
-        split_off[cp] = cjk[cp] or category.startswith("P") or (
-            33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
-        )
+        cjk[lo : hi + 1] = True
+    ascii_punctuation = ((33 <= code) & (code <= 47)) | ((58 <= code) & (code <= 64)) | (
+        (91 <= code) & (code <= 96)) | ((123 <= code) & (code <= 126))
+    split_off = cjk | (category.view(np.uint8)[::2] == ord("P")) | ascii_punctuation
     return {
         "removed": _re2_class(_ranges_from_flags(removed)),
         "marks": _re2_class(_ranges_from_flags(marks)),

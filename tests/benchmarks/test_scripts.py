@@ -24,6 +24,8 @@ def test_script_starts(script):
 
 # The smallest run of each benchmark: what it prints must be its table and JSON line only.
 SMALL_RUNS = {
+    "create_pretraining_data.py": ["--max_documents=2", "--corpus_copies=2", "--dupe_factor=1",
+                                   "--num_workers=1", "--rounds=1"],
     "encoder.py": ["--num_layers=1", "--batch_size=1", "--seq_length=8", "--rounds=1",
                    "--steps=1", "--warmup=0", "--precisions=fp32", "--xla=on", "--ceiling=false",
                    "--peers=keras_hub"],
