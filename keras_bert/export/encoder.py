@@ -77,6 +77,7 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     (True, 39)
     """
     encoder, mlm_model = _encoder_of(model)
+    layout.check_target(export_dir)  # before any tracing
     tokens, lower = _vocabulary(model, encoder, vocabulary, do_lower_case)
     with vocabulary_file(tokens) as vocab_path:
         root = encoder_module(encoder, mlm_model, vocab_path, lower)

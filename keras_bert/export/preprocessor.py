@@ -11,10 +11,10 @@ What the SavedModel holds:
   ``vocab_size``, ``start_of_sequence_id``, ``end_of_segment_id``, ``padding_id``,
   ``mask_id``;
 * ``bert_pack_inputs(segments, seq_length=<its seq_length>)``: a list of 1 to 3 ragged
-  int32 segments (``[batch, (words), (pieces)]`` as ``tokenize`` gives, or
-  ``[batch, (tokens)]``, int64 row splits) -> the three packed inputs; ``seq_length`` may be
-  any Python int or int32 scalar at call time (sentence pairs: ``bert_pack_inputs([
-  tokenize(a), tokenize(b)], seq_length=64)``);
+  int32 segments ``[batch, (words), (pieces)]`` as ``tokenize`` gives them (int64 row
+  splits) -> the three packed inputs; ``seq_length`` may be any Python int or int32 scalar
+  at call time (sentence pairs: ``bert_pack_inputs([tokenize(a), tokenize(b)],
+  seq_length=64)``);
 * ``vocab_file`` (asset) and ``do_lower_case`` (bool variable);
 * a ``serving_default`` signature: ``text`` -> the three packed inputs.
 
@@ -68,6 +68,7 @@ def export_preprocessor(preprocessor, export_dir):
     array([[0, 0, 0, 0, 1, 1]], dtype=int32)
     """
     tokenizer, packer = _parts(preprocessor)
+    layout.check_target(export_dir)  # before any tracing
     with vocabulary_file(tokenizer.vocabulary) as vocab_path:
         root = preprocessor_module(tokenizer, packer, vocab_path)
 
@@ -95,11 +96,10 @@ def preprocessor_module(tokenizer, packer, vocab_path=None):
                 "mask_id": tf.constant(tokenizer.mask_token_id, tf.int32)}
 
     def pack(inputs, seq_length=default_length):
-        segments = [s.merge_dims(-2, -1) if s.ragged_rank == 2 else s for s in inputs]
-        return packer(segments, seq_length=seq_length)
+        return packer([s.merge_dims(-2, -1) for s in inputs], seq_length=seq_length)
 
-    def call(text):
-        return pack([tokenize(text)])
+    def call(text):  # the traced functions below, called (not traced again) here
+        return root.bert_pack_inputs.__call__([root.tokenize.__call__(text)])
 
     root.tokenize = modules.Module()
     root.tokenize.__call__ = tf.function(tokenize, input_signature=[TEXT_SPEC])
@@ -107,12 +107,10 @@ def preprocessor_module(tokenizer, packer, vocab_path=None):
     root.bert_pack_inputs = modules.Module()
     root.bert_pack_inputs.__call__ = tf.function(pack)
     for count in range(1, MAX_SEGMENTS + 1):
-        for rank in (3, 2):  # per word (as tokenize gives), or per token
-            segments = [tf.RaggedTensorSpec([None] * rank, tf.int32, ragged_rank=rank - 1)
-                        for _ in range(count)]
-            root.bert_pack_inputs.__call__.get_concrete_function(segments)
-            root.bert_pack_inputs.__call__.get_concrete_function(
-                segments, seq_length=tf.TensorSpec([], tf.int32, name="seq_length"))
+        segments = [tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)] * count
+        root.bert_pack_inputs.__call__.get_concrete_function(segments)
+        root.bert_pack_inputs.__call__.get_concrete_function(
+            segments, seq_length=tf.TensorSpec([], tf.int32, name="seq_length"))
     root.__call__ = tf.function(call, input_signature=[TEXT_SPEC])
     if vocab_path is not None:
         root.vocab_file = tf.saved_model.Asset(vocab_path)
