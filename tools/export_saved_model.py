@@ -147,7 +147,7 @@ def _load():
     if FLAGS.model_file:
         import keras
 
-        model = keras.saving.load_model(FLAGS.model_file)
+        model = keras.saving.load_model(FLAGS.model_file, compile=False)  # no optimizer needed
         kinds = (keras_bert.models.Task,) if FLAGS.kind == "serving" else (
             keras_bert.models.Task, keras_bert.BertEncoder, keras_bert.BertPreprocessor)
         if not isinstance(model, kinds):

@@ -97,7 +97,11 @@ class SavedModelEncoder(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config, safe_mode=None):
-        safe = keras.config.in_safe_mode() if safe_mode is None else safe_mode
+        # Keras loads objects inside its safe-mode scope; it has no public reader of it
+        # (keras.layers.TFSMLayer reads it the same way).
+        from keras.src.saving import serialization_lib
+
+        safe = serialization_lib.in_safe_mode() if safe_mode is None else safe_mode
         if safe is not False:
             raise ValueError(
                 "Loading a SavedModelEncoder runs the graph of the SavedModel at "

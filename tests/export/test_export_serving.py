@@ -10,6 +10,9 @@ import keras_bert
 from keras_bert.export import ExportError, export_model, required_ops
 from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
 
+# The ops of the tokenizer; both are in tensorflow-text 2.12.1 (what official TF Serving
+# builds link), which lacks TFText>RoundRobinTrim and later ops.
+TOKENIZER_OPS = {"FastWordpieceTokenizeWithOffsets", "NormalizeUTF8"}
 TEXTS = POSITIVE[:3] + NEGATIVE[:3] + ["", "the cat sat on the red dog and the actor ran !"]
 
 
@@ -24,6 +27,7 @@ def encoder():
 def _export(model, tmp_path, name="model", **options):
     path = model.export(str(tmp_path / name / "1"), **options)
     assert path == str(tmp_path / name / "1")
+    assert set(required_ops(path)) == TOKENIZER_OPS
     loaded = tf.saved_model.load(path)
     assert sorted(loaded.signatures) == ["serving_default", "serving_ids"]
     return loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
@@ -42,8 +46,6 @@ def test_classifier_single_texts(encoder, tmp_path):
     model = keras_bert.BertClassifier(encoder, 3,
                                       preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
     serve, ids = _export(model, tmp_path, label_names=["neg", "neutral", "pos"])
-    assert required_ops(str(tmp_path / "model" / "1")) == [
-        "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8"]
     want = model.predict(TEXTS, verbose=0)
     out = serve(text=tf.constant(TEXTS))
     assert sorted(out) == ["label_ids", "labels", "logits", "probabilities"]
