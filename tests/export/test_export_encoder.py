@@ -104,7 +104,7 @@ def test_not_an_encoder(tmp_path):
 
 def test_a_classifier_exports_its_encoder_without_mlm(tmp_path):
     model = keras_bert.BertClassifier(tiny_encoder(), 2,
-                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, seq_length=16))
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
     loaded = tf.saved_model.load(export_encoder(model, tmp_path / "encoder"))
     assert not hasattr(loaded, "mlm")
     np.testing.assert_allclose(loaded(_inputs())["pooled_output"],

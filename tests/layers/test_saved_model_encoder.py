@@ -13,6 +13,7 @@ import keras_bert
 from keras_bert.export import export_encoder, export_preprocessor
 from keras_bert.layers import SavedModelEncoder
 from keras_bert.training import create_optimizer
+from tests.dependencies import require_installed
 from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
 
 NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -132,6 +133,8 @@ print(json.dumps({"losses": history.history["loss"], "changed": changed,
 def test_fine_tunes_in_tf_keras_with_tensorflow_hub(exported, data, tmp_path):
     import json
 
+    for module in ("tensorflow_hub", "tf_keras"):
+        require_installed(module)
     x, y = data
     values = {"path": exported[0], "x": {k: v.tolist() for k, v in x.items()},
               "y": y.tolist()}
