@@ -16,6 +16,9 @@ from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.span_labeler import BertSpanLabeler
 from keras_bert.models.token_classifier import BertTokenClassifier
 from keras_bert.text import vocab as vocab_lib
+from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
+from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert.text.preprocessor import sync_packer
 
 
@@ -28,9 +31,15 @@ class TaskServing:
     outputs; see `keras_bert.export.serving` for the contract."""
 
     takes_pairs = False  # whether `pairs=True` (text_a, text_b) makes sense for the task
+    preprocessor_cls = BertPreprocessor  # the preprocessor the text signature works with
 
     def __init__(self, model, pairs=False, label_names=None, top_k=5, max_answer_length=30):
         self.model = model
+        if not isinstance(model.preprocessor, self.preprocessor_cls):
+            raise ExportError(
+                f"The serving export of {type(model).__name__} packs text with a "
+                f"{self.preprocessor_cls.__name__}; this model's preprocessor is a "
+                f"{type(model.preprocessor).__name__}.")
         self.pairs = bool(pairs)
         if self.pairs and not self.takes_pairs:
             raise ExportError(f"pairs=True: {type(model).__name__} takes no sentence pairs "
@@ -116,6 +125,8 @@ class MultipleChoiceServing(TaskServing):
     """`BertMultipleChoice`: ``context`` [batch] and ``choices`` [batch, num_choices] ->
     ``logits``, ``probabilities``, ``label_ids`` (the index of the chosen choice)."""
 
+    preprocessor_cls = BertMultipleChoicePreprocessor
+
     def text_specs(self):
         return {**_strings("context"),
                 **_strings("choices", shape=(None, self.model.num_choices))}
@@ -135,6 +146,8 @@ class TokenClassifierServing(TaskServing):
     """`BertTokenClassifier`: ``text`` (words separated by whitespace) -> per token
     ``logits``, ``probabilities``, ``label_ids`` [batch, seq]; per word (text signature)
     ``words``, ``word_label_ids`` (+ ``word_labels``) [batch, words]."""
+
+    preprocessor_cls = BertTokenClassifierPreprocessor
 
     def check_label_names(self, names):
         return self._names(names, self.model.num_classes)

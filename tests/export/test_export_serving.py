@@ -221,6 +221,11 @@ def test_errors(encoder, tmp_path):
         span.export(str(tmp_path / "m" / "2"), pairs=True)
     with pytest.raises(ExportError, match="label_names: BertSpanLabeler has no class labels"):
         span.export(str(tmp_path / "m" / "2"), label_names=["x"])
+    tagger = keras_bert.BertTokenClassifier(encoder, 2, preprocessor=pre)
+    with pytest.raises(ExportError, match="BertTokenClassifier packs text with a "
+                                          "BertTokenClassifierPreprocessor; this model's "
+                                          "preprocessor is a BertPreprocessor"):
+        tagger.export(str(tmp_path / "m" / "2"))
     with pytest.raises(ExportError, match="takes a keras_bert task model, got BertEncoder"):
         export_model(encoder, str(tmp_path / "m" / "2"))
     with pytest.raises(ValueError, match="format"):  # other formats are Keras' own
