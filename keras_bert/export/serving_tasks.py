@@ -15,6 +15,7 @@ from keras_bert.models.masked_lm import BertMaskedLM, BertPretrainer
 from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.span_labeler import BertSpanLabeler
 from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.text import checks
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 from keras_bert.text.preprocessor import BertPreprocessor
@@ -40,15 +41,16 @@ class TaskServing:
                 f"The serving export of {type(model).__name__} packs text with a "
                 f"{self.preprocessor_cls.__name__}; this model's preprocessor is a "
                 f"{type(model.preprocessor).__name__}.")
-        self.pairs = bool(pairs)
+        self.pairs = checks.boolean("pairs", pairs)
         if self.pairs and not self.takes_pairs:
             raise ExportError(f"pairs=True: {type(model).__name__} takes no sentence pairs "
                               f"in its serving signature ({self.describe_inputs()}).")
         self.label_names = None
         if label_names is not None:
             self.label_names = self.check_label_names(list(label_names))
-        self.top_k = top_k
-        self.max_answer_length = max_answer_length
+        self.top_k = checks.integer("top_k", top_k, minimum=1)
+        self.max_answer_length = checks.integer("max_answer_length", max_answer_length,
+                                                minimum=1)
 
     # ---- inputs
     def text_specs(self):

@@ -213,6 +213,10 @@ def test_errors(encoder, tmp_path):
         model.export(str(tmp_path / "m" / "2"), input_signature=[tf.TensorSpec([None])])
     with pytest.raises(ExportError, match="label_names must be 2 strings"):
         model.export(str(tmp_path / "m" / "2"), label_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match="top_k must be >= 1, got 0"):
+        model.export(str(tmp_path / "m" / "2"), top_k=0)
+    with pytest.raises(ValueError, match="pairs must be"):
+        model.export(str(tmp_path / "m" / "2"), pairs="yes")
     with pytest.raises(ExportError, match="has no preprocessor"):
         keras_bert.BertClassifier(encoder, 2).export(str(tmp_path / "m" / "2"))
     span = keras_bert.BertSpanLabeler(encoder, preprocessor=pre)
