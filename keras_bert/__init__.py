@@ -1,7 +1,7 @@
 """keras_bert: BERT on TensorFlow and Keras 3."""
 
 from keras_bert import backend as _backend  # noqa: F401  (selects the TensorFlow backend first)
-from keras_bert import checkpoints, presets  # `keras_bert.presets()` lists the presets
+from keras_bert import checkpoints, export, presets  # `keras_bert.presets()` lists presets
 from keras_bert.config import BertConfig
 from keras_bert.models import (
     BertClassifier,
@@ -45,6 +45,7 @@ __all__ = [
     "MaskedLMMasker",
     "__version__",
     "checkpoints",
+    "export",
     "list_presets",
     "load_preset",
     "presets",

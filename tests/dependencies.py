@@ -2,6 +2,7 @@
 missing fails and names it (``pytest.importorskip`` would turn it into a quiet skip)."""
 
 import importlib
+import importlib.util
 
 import pytest
 
@@ -10,6 +11,8 @@ PACKAGES = {
     "torch": "torch (requirements-hf.txt, the [hf] extra)",
     "transformers": "transformers (requirements-test.txt)",
     "keras_hub": "keras-hub (requirements-keras-hub.txt, the [keras_hub] extra)",
+    "tensorflow_hub": "tensorflow-hub (requirements-test.txt)",
+    "tf_keras": "tf-keras (requirements-test.txt)",
 }
 
 
@@ -23,3 +26,12 @@ def require(module):
             "install the test requirements: make test, or pip install -e '.[test]'",
             pytrace=False,
         )
+
+
+def require_installed(module):
+    """Like `require`, for a module a test uses only in a subprocess (tf_keras must not be
+    imported beside Keras 3): fails the test when it is not installed, imports nothing."""
+    if importlib.util.find_spec(module) is None:
+        pytest.fail(f"this test needs {PACKAGES.get(module, module)}, which is not installed; "
+                    "install the test requirements: make test, or pip install -e '.[test]'",
+                    pytrace=False)

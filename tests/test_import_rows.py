@@ -25,6 +25,8 @@ CALL_TIME_UPWARD = {
         "the text layers' from_preset resolve names through the one preset loader",
     ("keras_bert.models.task", "keras_bert.training"):
         "Task.compile() defaults to the BERT recipe optimizer",
+    ("keras_bert.models.task", "keras_bert.export"):
+        "Task.export() is Keras' verb for the serving SavedModel, which keras_bert.export writes",
 }
 
 

@@ -3,6 +3,7 @@
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.layers.pooler import Pooler
+from keras_bert.layers.saved_model_encoder import SavedModelEncoder
 from keras_bert.layers.transformer_block import TransformerBlock
 
-__all__ = ["BertEmbeddings", "MaskedLMHead", "Pooler", "TransformerBlock"]
+__all__ = ["BertEmbeddings", "MaskedLMHead", "Pooler", "SavedModelEncoder", "TransformerBlock"]

@@ -379,6 +379,34 @@ class Task(keras.Model):
             x = self._preprocess_now(x)
         return super().predict_on_batch(x)
 
+    # ------------------------------------------------------------------ export
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
+               **kwargs):
+        """Keras' ``export``: with ``format="tf_saved_model"`` (the default), the end-to-end
+        serving SavedModel for TF Serving: raw strings in (``serving_default``), packed ids
+        in (``serving_ids``), scores and labels out, written to ``filepath``, the version
+        directory of TF Serving's layout (``/models/<name>/<version>``). Options
+        (``pairs``, ``label_names``, ``top_k``, ``max_answer_length``) and the signatures:
+        `keras_bert.export.export_model`. Returns the export's path.
+
+        Other formats (``"onnx"``, ``"openvino"``, ``"litert"``) are Keras' own exports of
+        the model on packed inputs. Raises `keras_bert.export.ExportError` (a
+        ``ValueError``) for an ``input_signature`` with ``"tf_saved_model"``: its
+        signatures are fixed (text and ids).
+        """
+        if format != "tf_saved_model":
+            return super().export(filepath, format=format, verbose=verbose,
+                                  input_signature=input_signature, **kwargs)
+        # The export lives in keras_bert.export (row 5), imported at call time as
+        # compile() imports keras_bert.training.
+        from keras_bert.export import serving
+
+        if input_signature is not None:
+            raise serving.ExportError(
+                "input_signature: the serving export's signatures are fixed (serving_default "
+                "takes text, serving_ids the packed ids); see keras_bert.export.serving.")
+        return serving.export_model(self, filepath, verbose=bool(verbose), **kwargs)
+
     # ------------------------------------------------------------------ presets
     @classmethod
     def from_preset(cls, preset, load_weights=True, **kwargs):

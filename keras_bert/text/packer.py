@@ -13,7 +13,27 @@ MAX_ID = 2**31  # ids are packed as int32
 
 
 def checked_seq_length(seq_length, segments=1, where="BertPackInputs"):
-    """`seq_length` as an int with room for [CLS] and one [SEP] per segment, or ValueError."""
+    """`seq_length` as an int with room for [CLS] and one [SEP] per segment, or ValueError.
+
+    Inside a graph a scalar integer tensor is accepted too (an exported ``bert_pack_inputs``
+    takes ``seq_length`` as an input): it comes back as an int32 tensor behind an assertion
+    with the same message; an eager one is read as its int.
+    """
+    if isinstance(seq_length, tf.Tensor):
+        if seq_length.shape.rank != 0 or not seq_length.dtype.is_integer:
+            raise ValueError(f"seq_length must be an integer, got a {seq_length.dtype.name} "
+                             f"tensor of shape {seq_length.shape}")
+        if checks.is_eager(seq_length):
+            seq_length = int(seq_length.numpy())
+        else:
+            low = max(2, segments + 1)
+            length = tf.cast(seq_length, tf.int64)
+            valid = tf.debugging.Assert(
+                (length >= low) & (length <= MAX_SEQ_LENGTH),
+                [f"{where}: seq_length must be an integer in [{low}, {MAX_SEQ_LENGTH}] (room "
+                 f"for {segments} segment(s) and their {segments + 1} special tokens), got",
+                 seq_length])
+            return checks.after([valid], tf.cast(seq_length, tf.int32))
     seq_length = checks.integer("seq_length", seq_length, minimum=2, maximum=MAX_SEQ_LENGTH)
     if seq_length < segments + 1:
         raise ValueError(
@@ -34,7 +54,8 @@ class BertPackInputs(keras.layers.Layer):
     `truncate_seq_pair` for pairs), "waterfall" fills the first segment first.
 
     Args:
-      seq_length: length of the packed sequences (can be overridden per call).
+      seq_length: length of the packed sequences (can be overridden per call, inside a graph
+        also by a scalar integer tensor).
       start_of_sequence_id: id of `[CLS]`.
       end_of_segment_id: id of `[SEP]`.
       padding_id: id of `[PAD]`.

@@ -14,6 +14,7 @@ import time
 import keras
 import numpy as np
 
+from keras_bert.models import BertClassifier, BertTokenClassifier
 from keras_bert.training.optimization import create_optimizer
 
 CHECKPOINTS = "checkpoints"
@@ -173,8 +174,21 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
         model.save(os.path.join(model_dir, "model.keras"))
         write_metrics(model_dir, metrics)
     if export_dir:
-        model.export(export_dir, verbose=False)
+        model.export(export_dir, verbose=False, **export_options(model, train))
     return metrics
+
+
+def export_options(model, examples):
+    """What the serving export should know of the training data: sentence pairs (a
+    classifier trained on pairs serves ``text_a``, ``text_b``) and the class names."""
+    options = {}
+    if isinstance(model, BertClassifier) and examples.texts_b is not None:
+        options["pairs"] = True
+    names = examples.label_names
+    if (isinstance(model, (BertClassifier, BertTokenClassifier)) and names
+            and len(names) == model.num_classes > 1):
+        options["label_names"] = [str(n) for n in names]
+    return options
 
 
 def write_predictions(model, examples, path, batch_size=64):

@@ -1,0 +1,139 @@
+"""`export_model` (what ``model.export(dir)`` runs): a task model as an end-to-end serving
+SavedModel, raw text in, scores and labels out, for TF Serving.
+
+Signatures (stable: clients and `keras_bert`'s local server rely on them). Every export
+has two; batch sizes are free, text inputs are ``tf.string``, ids int32:
+
+``serving_default``: raw text in, tokenized and packed inside the graph.
+``serving_ids``: packed inputs in: ``input_word_ids``, ``input_mask``, ``input_type_ids``
+[batch, seq] (``seq`` up to ``max_position_embeddings``), for clients that tokenize
+themselves; the outputs that need no text.
+
+Per task (``serving_default`` inputs -> outputs; "text only" outputs are not in
+``serving_ids``):
+
+* `BertClassifier`: ``text`` [batch], or with ``pairs=True`` ``text_a``, ``text_b``
+  [batch] -> ``logits``, ``probabilities`` float32 [batch, num_classes], ``label_ids``
+  int32 [batch] (the argmax), and ``labels`` string [batch] when exported with
+  ``label_names``. Regression (``num_classes=1``): ``score`` float32 [batch].
+* `BertTokenClassifier`: ``text`` [batch] (words separated by whitespace, as ``predict``
+  splits them) -> per token ``logits``, ``probabilities`` float32 [batch, seq, num_classes]
+  and ``label_ids`` int32 [batch, seq]; text only, per word: ``words`` string [batch, words]
+  ("" padding), ``word_label_ids`` int32 [batch, words] (the label of each word's first
+  piece; -1 for padding and words cut off by ``seq_length``), and ``word_labels`` string
+  with ``label_names`` ("" for -1).
+* `BertSpanLabeler`: ``question``, ``context`` [batch] -> ``start_logits``, ``end_logits``
+  float32 [batch, seq]; ``start_index``, ``end_index`` int32 [batch], the best span in the
+  context of at most ``max_answer_length`` tokens (0, 0: none); text only: ``answer``
+  string [batch], the span's WordPiece text (lower-cased for uncased models).
+* `BertMultipleChoice`: ``context`` [batch], ``choices`` string [batch, num_choices] ->
+  ``logits``, ``probabilities`` float32 [batch, num_choices], ``label_ids`` int32 [batch]
+  (the chosen index). ``serving_ids`` takes its ids as [batch, num_choices, seq].
+* `BertMaskedLM`, `BertPretrainer`: ``text`` [batch] with ``[MASK]`` written where tokens
+  are to be predicted (``pairs=True``: ``text_a``, ``text_b``); ``serving_ids`` also takes
+  ``masked_lm_positions`` int32 [batch, predictions] -> at each mask the ``top_k``
+  predictions ``top_ids`` int32, ``top_probabilities`` float32, ``top_tokens`` string
+  [batch, predictions, top_k]; `BertPretrainer` adds ``next_sentence_probabilities`` float32
+  [batch, 2] (index 0: text_b follows text_a); text only: ``masked_lm_positions`` int32 and
+  ``masked_lm_weights`` float32 [batch, predictions] (1 for a mask, 0 for padding).
+
+Text is packed as the model's preprocessor packs it (its ``seq_length``, truncation and
+casing), so a served prediction equals ``model.predict`` on the same strings. The graph
+needs tensorflow-text's tokenizer ops (``import tensorflow_text`` before loading it; a TF
+Serving binary must have them registered, see `keras_bert.export.required_ops`).
+
+The SavedModel goes to TF Serving's layout ``<base>/<name>/<version>``: ``export_dir`` is
+the version directory (a number, e.g. ``/models/sentiment/1``), and
+``tensorflow_model_server --model_name=sentiment --model_base_path=/models/sentiment``
+serves it (the newest version under the base path).
+"""
+
+import tensorflow as tf
+
+from keras_bert.export import layout, modules, serving_tasks
+from keras_bert.export.layout import ExportError
+from keras_bert.models.task import Task
+
+SIGNATURES = ("serving_default", "serving_ids")
+
+
+def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
+                 max_answer_length=30, verbose=False):
+    """Writes the serving SavedModel of the task ``model`` to ``export_dir`` (the version
+    directory ``<base>/<name>/<version>``), atomically. ``model.export(export_dir, ...)``
+    calls it.
+
+    Args:
+        model: a keras_bert task model with a preprocessor.
+        export_dir: the version directory (its name a number); new or empty.
+        pairs: `BertClassifier`, `BertMaskedLM`, `BertPretrainer`: ``serving_default``
+            takes sentence pairs ``text_a``, ``text_b`` instead of ``text``.
+        label_names: class names (`BertClassifier`, `BertTokenClassifier`): adds
+            ``labels`` (``word_labels``) outputs.
+        top_k: predictions per mask (`BertMaskedLM`, `BertPretrainer`).
+        max_answer_length: longest answer span in tokens (`BertSpanLabeler`).
+        verbose: print where the export went and its signatures.
+
+    Returns:
+        The absolute path of the export.
+
+    Raises:
+        ExportError: a model that is not a task model, has no preprocessor, an option the
+            task does not take, a bad ``export_dir`` (not a version number, not empty).
+
+    Example:
+
+    >>> import tempfile, tensorflow as tf
+    >>> import tensorflow_text  # registers the tokenizer's ops for loading
+    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertClassifier(encoder, num_classes=2,
+    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> path = model.export(tempfile.mkdtemp() + "/sentiment/1",
+    ...                     label_names=["negative", "positive"])
+    >>> serve = tf.saved_model.load(path).signatures["serving_default"]
+    >>> out = serve(text=tf.constant(["a great movie", "dull"]))
+    >>> sorted(out), out["probabilities"].shape
+    (['label_ids', 'labels', 'logits', 'probabilities'], TensorShape([2, 2]))
+    """
+    if not isinstance(model, Task):
+        raise ExportError(f"export_model takes a keras_bert task model, got "
+                          f"{type(model).__name__}.")
+    if model.preprocessor is None:
+        raise ExportError(
+            f"This {type(model).__name__} has no preprocessor (preprocessor=None), so its "
+            "serving export cannot take text: attach one (model.preprocessor = "
+            "BertPreprocessor.from_preset(...)), or export the encoder alone "
+            "(keras_bert.export.export_encoder).")
+    export_dir = layout.check_target(export_dir, versioned=True)  # before tracing anything
+    task = serving_tasks.for_model(model, pairs=pairs, label_names=label_names, top_k=top_k,
+                                   max_answer_length=max_answer_length)
+    root = serving_module(model, task)
+    signatures = {name: getattr(root, name) for name in SIGNATURES}
+    path = layout.save(root, export_dir, signatures=signatures, versioned=True)
+    if verbose:
+        print(f"Saved the serving SavedModel of {type(model).__name__} to {path}: "
+              f"serving_default({task.describe_inputs()}), "
+              f"serving_ids({', '.join(task.ids_specs())}).")
+    return path
+
+
+def serving_module(model, task):
+    """The root object: the model's variables and the two signature functions."""
+    root = modules.attach_variables(modules.Module(), model)
+
+    def from_text(texts):
+        inputs, extras = task.pack(texts)
+        outputs = model(inputs, training=False)
+        return modules.float32(task.text_outputs(texts, inputs, extras, outputs))
+
+    def from_ids(inputs):
+        outputs = model(inputs, training=False)
+        return modules.float32(task.outputs(inputs, outputs))
+
+    root.serving_default = tf.function(from_text, input_signature=[task.text_specs()])
+    root.serving_ids = tf.function(from_ids, input_signature=[task.ids_specs()])
+    return root

@@ -1,0 +1,303 @@
+"""What each task model's serving export takes and returns (the spec is at the top of
+`keras_bert.export.serving`): one class per task family, each turning the signature's text
+inputs into the model's packed inputs and the model's outputs into scores and labels.
+
+Everything here runs inside the exported graph: core TensorFlow ops plus the tokenizer's
+(tensorflow-text's ``NormalizeUTF8`` and ``FastWordpieceTokenizeWithOffsets``).
+"""
+
+import tensorflow as tf
+
+from keras_bert.export import modules
+from keras_bert.export.layout import ExportError
+from keras_bert.models.classifier import BertClassifier
+from keras_bert.models.masked_lm import BertMaskedLM, BertPretrainer
+from keras_bert.models.multiple_choice import BertMultipleChoice
+from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.text import checks
+from keras_bert.text import vocab as vocab_lib
+from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
+from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
+from keras_bert.text.preprocessor import sync_packer
+
+
+def _strings(*names, shape=(None,)):
+    return {name: tf.TensorSpec(shape, tf.string, name=name) for name in names}
+
+
+class TaskServing:
+    """The serving behaviour of one task model. Subclasses set the text inputs and the
+    outputs; see `keras_bert.export.serving` for the contract."""
+
+    takes_pairs = False  # whether `pairs=True` (text_a, text_b) makes sense for the task
+    preprocessor_cls = BertPreprocessor  # the preprocessor the text signature works with
+
+    def __init__(self, model, pairs=False, label_names=None, top_k=5, max_answer_length=30):
+        self.model = model
+        if not isinstance(model.preprocessor, self.preprocessor_cls):
+            raise ExportError(
+                f"The serving export of {type(model).__name__} packs text with a "
+                f"{self.preprocessor_cls.__name__}; this model's preprocessor is a "
+                f"{type(model.preprocessor).__name__}.")
+        self.pairs = checks.boolean("pairs", pairs)
+        if self.pairs and not self.takes_pairs:
+            raise ExportError(f"pairs=True: {type(model).__name__} takes no sentence pairs "
+                              f"in its serving signature ({self.describe_inputs()}).")
+        self.label_names = None
+        if label_names is not None:
+            self.label_names = self.check_label_names(list(label_names))
+        self.top_k = checks.integer("top_k", top_k, minimum=1)
+        self.max_answer_length = checks.integer("max_answer_length", max_answer_length,
+                                                minimum=1)
+
+    # ---- inputs
+    def text_specs(self):
+        return _strings("text_a", "text_b") if self.pairs else _strings("text")
+
+    def ids_specs(self):
+        return modules.packed_specs()
+
+    def describe_inputs(self):
+        return ", ".join(self.text_specs())
+
+    def pack(self, texts):
+        """The signature's text inputs -> the model's inputs (and extras for the outputs)."""
+        segments = tuple(texts[name] for name in self.text_specs())
+        return self.model.preprocessor(segments if len(segments) > 1 else segments[0]), {}
+
+    # ---- outputs
+    def outputs(self, inputs, outputs):
+        """Outputs of both signatures, from the model's inputs and outputs."""
+        raise NotImplementedError
+
+    def text_outputs(self, texts, inputs, extras, outputs):
+        """Outputs of ``serving_default`` (by default those of ``serving_ids``)."""
+        return self.outputs(inputs, outputs)
+
+    def check_label_names(self, names):
+        raise ExportError(f"label_names: {type(self.model).__name__} has no class labels.")
+
+    def _names(self, names, count):
+        if len(names) != count or not all(isinstance(n, str) for n in names):
+            raise ExportError(f"label_names must be {count} strings, one per class of "
+                              f"{type(self.model).__name__}; got {names!r:.200}.")
+        return names
+
+    def _with_labels(self, out, label_ids, key="labels", missing=None):
+        if self.label_names is not None:
+            names = tf.constant(self.label_names)
+            if missing is None:
+                out[key] = tf.gather(names, label_ids)
+            else:  # label_ids of -1 (no label) -> ""
+                out[key] = tf.where(label_ids >= 0, tf.gather(names, tf.maximum(label_ids, 0)),
+                                    missing)
+        return out
+
+
+def _classes(logits, softmaxed=False):
+    """Logits [..., C] -> (probabilities, label ids [...] int32)."""
+    probabilities = logits if softmaxed else tf.nn.softmax(logits, axis=-1)
+    return probabilities, tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+class ClassifierServing(TaskServing):
+    """`BertClassifier`: ``text`` (or ``text_a``, ``text_b``) -> ``logits``,
+    ``probabilities``, ``label_ids`` (+ ``labels``); regression -> ``score``."""
+
+    takes_pairs = True
+
+    def check_label_names(self, names):
+        if self.model.regression:
+            return super().check_label_names(names)
+        return self._names(names, self.model.num_classes)
+
+    def outputs(self, inputs, outputs):
+        if self.model.regression:
+            return {"score": outputs[:, 0]}
+        softmaxed = self.model.activation is not None and (
+            self.model.activation.__name__ == "softmax")
+        probabilities, label_ids = _classes(outputs, softmaxed)
+        out = {"logits": outputs, "probabilities": probabilities, "label_ids": label_ids}
+        return self._with_labels(out, label_ids)
+
+
+class MultipleChoiceServing(TaskServing):
+    """`BertMultipleChoice`: ``context`` [batch] and ``choices`` [batch, num_choices] ->
+    ``logits``, ``probabilities``, ``label_ids`` (the index of the chosen choice)."""
+
+    preprocessor_cls = BertMultipleChoicePreprocessor
+
+    def text_specs(self):
+        return {**_strings("context"),
+                **_strings("choices", shape=(None, self.model.num_choices))}
+
+    def ids_specs(self):
+        return modules.packed_specs(shape=(None, self.model.num_choices, None))
+
+    def pack(self, texts):
+        return self.model.preprocessor((texts["context"], texts["choices"])), {}
+
+    def outputs(self, inputs, outputs):
+        probabilities, label_ids = _classes(outputs)
+        return {"logits": outputs, "probabilities": probabilities, "label_ids": label_ids}
+
+
+class TokenClassifierServing(TaskServing):
+    """`BertTokenClassifier`: ``text`` (words separated by whitespace) -> per token
+    ``logits``, ``probabilities``, ``label_ids`` [batch, seq]; per word (text signature)
+    ``words``, ``word_label_ids`` (+ ``word_labels``) [batch, words]."""
+
+    preprocessor_cls = BertTokenClassifierPreprocessor
+
+    def check_label_names(self, names):
+        return self._names(names, self.model.num_classes)
+
+    def pack(self, texts):
+        words = tf.strings.split(texts["text"])  # [batch, (words)], as fit/predict split
+        return self.model.preprocessor(words), {"words": words}
+
+    def outputs(self, inputs, outputs):
+        probabilities, label_ids = _classes(outputs)
+        return {"logits": outputs, "probabilities": probabilities, "label_ids": label_ids}
+
+    def text_outputs(self, texts, inputs, extras, outputs):
+        out = self.outputs(inputs, outputs)
+        words = extras["words"]
+        first = self.model.preprocessor.first_piece_positions(words)  # [batch, (words)]
+        per_word = tf.gather(out["label_ids"], tf.maximum(first, 0), batch_dims=1)
+        word_ids = first.with_flat_values(tf.where(
+            first.flat_values >= 0, per_word.flat_values, -1)).to_tensor(default_value=-1)
+        out["words"] = words.to_tensor(default_value="")
+        out["word_label_ids"] = word_ids
+        return self._with_labels(out, word_ids, key="word_labels", missing="")
+
+
+class SpanLabelerServing(TaskServing):
+    """`BertSpanLabeler`: ``question``, ``context`` -> ``start_logits``, ``end_logits``
+    [batch, seq], the best span in the context ``start_index``, ``end_index`` [batch]
+    (0, 0: none) and, from the text signature, its WordPiece text ``answer``."""
+
+    def text_specs(self):
+        return _strings("question", "context")
+
+    def pack(self, texts):
+        return self.model.preprocessor((texts["question"], texts["context"])), {}
+
+    def outputs(self, inputs, outputs):
+        start, end = outputs["start_logits"], outputs["end_logits"]  # [batch, seq]
+        seq = tf.shape(start)[1]
+        # A span lies in the context (type 1, not padding, not its closing [SEP]), ends at
+        # or after its start and holds at most max_answer_length tokens (run_squad.py).
+        sep = self.model.preprocessor.tokenizer.sep_token_id
+        in_context = ((inputs["input_type_ids"] == 1) & (inputs["input_mask"] == 1)
+                      & (inputs["input_word_ids"] != sep))  # [batch, seq]
+        i = tf.range(seq)[:, tf.newaxis]
+        j = tf.range(seq)[tf.newaxis, :]
+        allowed = (j >= i) & (j - i < self.max_answer_length)  # [seq, seq]
+        valid = allowed[tf.newaxis] & in_context[:, :, tf.newaxis] & in_context[:, tf.newaxis]
+        scores = start[:, :, tf.newaxis] + end[:, tf.newaxis, :]  # [batch, seq, seq]
+        scores = tf.where(valid, scores, float("-inf"))
+        best = tf.argmax(tf.reshape(scores, [tf.shape(start)[0], -1]), axis=1,
+                         output_type=tf.int32)
+        found = tf.reduce_any(valid, axis=[1, 2])
+        start_index = tf.where(found, best // seq, 0)
+        end_index = tf.where(found, best % seq, 0)
+        return {"start_logits": start, "end_logits": end, "start_index": start_index,
+                "end_index": end_index}
+
+    def text_outputs(self, texts, inputs, extras, outputs):
+        out = self.outputs(inputs, outputs)
+        start, end = out["start_index"], out["end_index"]
+        found = end > 0
+        lengths = tf.where(found, end - start + 1, 0)
+        offsets = tf.ragged.range(tf.zeros_like(lengths), lengths)  # [batch, (span)]
+        positions = offsets + tf.expand_dims(start, 1)
+        ids = tf.gather(inputs["input_word_ids"], positions, batch_dims=1)
+        out["answer"] = self.model.preprocessor.tokenizer.detokenize(ids)
+        return out
+
+
+class MaskedLMServing(TaskServing):
+    """`BertMaskedLM`, `BertPretrainer`: ``text`` (or ``text_a``, ``text_b``) holding
+    ``[MASK]`` -> at each ``[MASK]`` the ``top_k`` predictions: ``top_ids``,
+    ``top_probabilities``, ``top_tokens`` [batch, predictions, k]; the text signature also
+    gives ``masked_lm_positions`` and ``masked_lm_weights`` (1 for a real prediction, 0 for
+    padding) [batch, predictions]; `BertPretrainer` adds ``next_sentence_probabilities``
+    [batch, 2] (0: text_b follows text_a)."""
+
+    takes_pairs = True
+
+    def ids_specs(self):
+        return modules.packed_specs(extra=("masked_lm_positions",))
+
+    def pack(self, texts):
+        preprocessor = self.model.preprocessor
+        tokenizer = preprocessor.tokenizer
+        sync_packer(preprocessor.packer, tokenizer)
+        segments = [_tokenize_with_masks(tokenizer, texts[name]) for name in self.text_specs()]
+        packed = preprocessor.packer(segments)
+        mask_id = tokenizer.mask_token_id
+        seq = tf.shape(packed["input_word_ids"])[1]
+        is_mask = (packed["input_word_ids"] == mask_id) & (packed["input_mask"] == 1)
+        positions = tf.ragged.boolean_mask(
+            tf.broadcast_to(tf.range(seq), tf.shape(is_mask)), is_mask)  # [batch, (P)]
+        packed["masked_lm_positions"] = positions.to_tensor(default_value=0)
+        weights = tf.ones_like(positions, tf.float32).to_tensor(default_value=0.0)
+        return packed, {"masked_lm_weights": weights}
+
+    def outputs(self, inputs, outputs):
+        mlm = outputs["mlm_logits"] if isinstance(outputs, dict) else outputs
+        vocabulary = self.model.preprocessor.tokenizer.vocabulary
+        k = min(self.top_k, self.model.encoder.bert_config.vocab_size)
+        probabilities, ids = tf.math.top_k(tf.nn.softmax(mlm, axis=-1), k=k)
+        out = {"top_ids": ids, "top_probabilities": probabilities,
+               "top_tokens": tf.gather(tf.constant(vocabulary), ids)}
+        if isinstance(outputs, dict) and "nsp_logits" in outputs:
+            out["next_sentence_probabilities"] = tf.nn.softmax(outputs["nsp_logits"], axis=-1)
+        return out
+
+    def text_outputs(self, texts, inputs, extras, outputs):
+        out = self.outputs(inputs, outputs)
+        out["masked_lm_positions"] = inputs["masked_lm_positions"]
+        out["masked_lm_weights"] = extras["masked_lm_weights"]
+        return out
+
+
+def _tokenize_with_masks(tokenizer, text):
+    """Strings [batch] with ``[MASK]`` written in them -> ragged ids [batch, (tokens)] with
+    the mask id there (the tokenizer alone reads ``[MASK]`` as the text "[ mask ]").
+
+    Each text is split at ``[MASK]``; its P parts are tokenized, and a mask id follows each
+    part but the last. Built with gathers on the flat ids (no ragged concat)."""
+    parts = tf.strings.split(text, sep=vocab_lib.MASK)  # [batch, (P >= 1)]
+    ids = tokenizer.tokenize(parts.flat_values)  # [parts, (tokens)]
+    counts = tf.cast(ids.row_lengths(), tf.int32)  # [parts]
+    last = tf.scatter_nd(tf.cast(parts.row_limits()[:, tf.newaxis] - 1, tf.int32),
+                         tf.ones_like(parts.row_limits(), tf.int32), tf.shape(counts))
+    lengths = counts + 1 - last  # each part's tokens, then a mask unless it is the last
+    part = tf.repeat(tf.range(tf.size(counts)), lengths)  # part of each output token
+    starts = tf.cumsum(lengths, exclusive=True)
+    offset = tf.range(tf.reduce_sum(lengths)) - tf.gather(starts, part)
+    source = tf.cast(tf.gather(ids.row_starts(), part), tf.int32) + offset
+    values = tf.concat([ids.values, [tokenizer.mask_token_id]], axis=0)
+    flat = tf.gather(values, tf.where(offset < tf.gather(counts, part), source,
+                                      tf.size(ids.values)))
+    # Every text has a part (split gives [""] for ""), so every row gets its sum.
+    per_text = tf.math.segment_sum(lengths, tf.cast(parts.value_rowids(), tf.int32))
+    return tf.RaggedTensor.from_row_lengths(flat, per_text)
+
+
+def for_model(model, **options):
+    """The `TaskServing` of a task model; ExportError for other models."""
+    for cls, serving in ((BertClassifier, ClassifierServing),
+                         (BertMultipleChoice, MultipleChoiceServing),
+                         (BertTokenClassifier, TokenClassifierServing),
+                         (BertSpanLabeler, SpanLabelerServing),
+                         ((BertMaskedLM, BertPretrainer), MaskedLMServing)):
+        if isinstance(model, cls):
+            return serving(model, **options)
+    raise ExportError(f"A serving export is made from a keras_bert task model (BertClassifier, "
+                      "BertTokenClassifier, BertSpanLabeler, BertMultipleChoice, BertMaskedLM, "
+                      f"BertPretrainer), got {type(model).__name__}.")

@@ -1,0 +1,57 @@
+"""keras_bert.export.layout: where an export may go (TF Serving's numbered versions, never
+over a non-empty directory) and the atomic write."""
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from keras_bert.export import ExportError, layout, next_version
+
+
+def test_check_target(tmp_path):
+    assert layout.check_target(tmp_path / "new" / "dir") == str(tmp_path / "new" / "dir")
+    assert layout.check_target(tmp_path / "m" / "7", versioned=True) == str(tmp_path / "m" / "7")
+    (tmp_path / "empty").mkdir()
+    assert layout.check_target(tmp_path / "empty") == str(tmp_path / "empty")
+    with pytest.raises(ExportError, match=r"numbered version directories, "
+                                          r"<base>/<name>/<version>.*e\.g\. .*/m/v1/1"):
+        layout.check_target(tmp_path / "m" / "v1", versioned=True)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ExportError, match="exists and is not a directory"):
+        layout.check_target(tmp_path / "file")
+    with pytest.raises(ExportError, match="cannot create it .*/file is not a writable "
+                                          "directory"):
+        layout.check_target(tmp_path / "file" / "below")
+    with pytest.raises(ExportError, match="written to a local directory"):
+        layout.check_target("gs://bucket/models/m/1")
+    with pytest.raises(ExportError, match="must be a directory path, got None"):
+        layout.check_target(None)
+
+
+def test_next_version(tmp_path):
+    assert next_version(tmp_path / "none") == str(tmp_path / "none" / "1")
+    for name in ("1", "3", "10", ".tmp-abc", "latest"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "12").write_text("a file, not a version")
+    assert next_version(tmp_path) == str(tmp_path / "11")
+
+
+def test_a_failed_save_leaves_nothing(tmp_path):
+    module = tf.Module()
+    module.v = tf.Variable(1.0)
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    def broken(x):
+        raise RuntimeError("tracing failed")
+
+    with pytest.raises(RuntimeError, match="tracing failed"):
+        layout.save(module, tmp_path / "m" / "1", signatures={"serving_default": broken},
+                    versioned=True)
+    assert os.listdir(tmp_path / "m") == []  # no version, no .tmp-* leftovers
+    module.f = tf.function(lambda x: x + module.v,
+                           input_signature=[tf.TensorSpec([], tf.float32)])
+    (tmp_path / "m" / "1").mkdir()  # an empty directory is taken over
+    path = layout.save(module, tmp_path / "m" / "1", versioned=True)
+    assert sorted(os.listdir(tmp_path / "m")) == ["1"]
+    assert float(tf.saved_model.load(path).f(1.0)) == 2.0

@@ -1,0 +1,145 @@
+"""Exports load where keras_bert is not: a fresh process that imports only tensorflow and
+tensorflow_text, through the TF2 loader and the TF1 session loader that TF Serving and
+``saved_model_cli run`` use; and the minilm_l6 encoder there matches Hugging Face."""
+
+import numpy as np
+import pytest
+
+import keras_bert
+from keras_bert.export import export_encoder, export_preprocessor
+from tests.checkpoints.test_huggingface import SENTENCES
+from tests.dependencies import require
+from tests.export import fresh_process
+from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
+from tests.text import corpus
+
+# TF2: tf.saved_model.load; TF1: a Session with the serving_default signature's tensors.
+LOAD_AND_RUN = """
+import tensorflow_text  # registers the tokenizer's ops (what a serving binary links)
+
+def tf2(path, inputs):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    return {k: v.numpy() for k, v in signature(**{k: tf.constant(v)
+                                                  for k, v in inputs.items()}).items()}
+
+def tf1(path, inputs):
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta_graph.signature_def["serving_default"]
+        feeds = {signature.inputs[k].name: v for k, v in inputs.items()}
+        fetches = {k: t.name for k, t in signature.outputs.items()}
+        return session.run(fetches, feeds)
+
+results = {}
+for name, case in VALUES["cases"].items():
+    inputs = dict(np.load(case["inputs"]))
+    for loader in (tf2, tf1):
+        for key, value in loader(case["path"], inputs).items():
+            results[f"{name}/{loader.__name__}/{key}"] = value
+    if name == "encoder":  # the TF Hub call, training=False, in the fresh process too
+        call = tf.saved_model.load(case["path"])(inputs, training=False)
+        results["encoder/call/pooled_output"] = call["pooled_output"].numpy()
+np.savez(VALUES["out"], **results)
+"""
+
+
+def _strings(texts):
+    return np.array([t.encode("utf-8") for t in texts], dtype=bytes)
+
+
+MINILM_SEQ_LENGTH = 32
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    preprocessor = keras_bert.BertPreprocessor(VOCAB, seq_length=24)
+    return keras_bert.BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor)
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return POSITIVE[:4] + NEGATIVE[:4] + corpus.wikipedia_lines()[:8] + [""]
+
+
+@pytest.fixture(scope="module")
+def fresh(tiny_model, texts, tmp_path_factory):
+    """Every export here, loaded and run in one fresh process (one TensorFlow start-up):
+    the tiny model's encoder, preprocessor and serving exports through both loaders, and the
+    real minilm_l6 encoder fed by its exported preprocessor. Returns the results by name."""
+    tmp_path = tmp_path_factory.mktemp("fresh")
+    packed = {k: v.numpy() for k, v in tiny_model.preprocessor(texts).items()}
+    cases = {
+        "encoder": (export_encoder(tiny_model, tmp_path / "encoder"), packed),
+        "preprocessor": (export_preprocessor(tiny_model, tmp_path / "preprocessor"),
+                         {"text": _strings(texts)}),
+        "serving": (tiny_model.export(str(tmp_path / "serving" / "1")),
+                    {"text": _strings(texts)}),
+    }
+    values = {"cases": {}, "out": str(tmp_path / "out.npz"), "sentences": SENTENCES,
+              "minilm_out": str(tmp_path / "minilm.npz")}
+    for name, (path, inputs) in cases.items():
+        np.savez(tmp_path / f"{name}.npz", **inputs)
+        values["cases"][name] = {"path": path, "inputs": str(tmp_path / f"{name}.npz")}
+    values["minilm_encoder"] = export_encoder(keras_bert.BertEncoder.from_preset("minilm_l6"),
+                                              tmp_path / "minilm_encoder")
+    values["minilm_preprocessor"] = export_preprocessor(
+        keras_bert.BertPreprocessor.from_preset("minilm_l6", seq_length=MINILM_SEQ_LENGTH),
+        tmp_path / "minilm_preprocessor")
+    fresh_process.run(LOAD_AND_RUN + MINILM, cwd=tmp_path, **values)
+    return dict(np.load(tmp_path / "out.npz")), dict(np.load(tmp_path / "minilm.npz"))
+
+
+def test_encoder_preprocessor_and_serving_exports_load_without_keras_bert(tiny_model, texts,
+                                                                          fresh):
+    got = fresh[0]
+    packed = {k: v.numpy() for k, v in tiny_model.preprocessor(texts).items()}
+    encoder = tiny_model.encoder(packed)
+    logits = tiny_model.predict(texts, verbose=0)
+    for loader in ("tf2", "tf1"):
+        np.testing.assert_allclose(got[f"encoder/{loader}/sequence_output"],
+                                   encoder["sequence_output"], atol=1e-5)
+        np.testing.assert_allclose(got[f"encoder/{loader}/pooled_output"],
+                                   encoder["pooled_output"], atol=1e-5)
+        np.testing.assert_allclose(got[f"encoder/{loader}/encoder_outputs_0"],
+                                   encoder["encoder_outputs"][0], atol=1e-5)
+        for key, value in packed.items():
+            np.testing.assert_array_equal(got[f"preprocessor/{loader}/{key}"], value)
+        np.testing.assert_allclose(got[f"serving/{loader}/logits"], logits, atol=1e-5)
+        np.testing.assert_array_equal(got[f"serving/{loader}/label_ids"], logits.argmax(-1))
+    np.testing.assert_allclose(got["encoder/call/pooled_output"], encoder["pooled_output"],
+                               atol=1e-5)
+
+
+MINILM = """
+preprocess = tf.saved_model.load(VALUES["minilm_preprocessor"])
+encoder = tf.saved_model.load(VALUES["minilm_encoder"])
+inputs = preprocess(tf.constant(VALUES["sentences"]))
+outputs = encoder(inputs, training=False)
+np.savez(VALUES["minilm_out"], **{k: v.numpy() for k, v in inputs.items()},
+         sequence_output=outputs["sequence_output"].numpy(),
+         pooled_output=outputs["pooled_output"].numpy())
+"""
+
+
+def test_minilm_export_matches_hugging_face_without_keras_bert(minilm_path, fresh):
+    torch = require("torch")
+    transformers = require("transformers")
+    got = fresh[1]
+    tokenizer = transformers.BertTokenizer.from_pretrained(str(minilm_path))
+    batch = tokenizer(SENTENCES, padding="max_length", max_length=MINILM_SEQ_LENGTH,
+                      return_tensors="np")
+    np.testing.assert_array_equal(got["input_word_ids"], batch["input_ids"])
+    np.testing.assert_array_equal(got["input_mask"], batch["attention_mask"])
+    reference = transformers.BertModel.from_pretrained(str(minilm_path),
+                                                       torch_dtype=torch.float32)
+    reference.eval()
+    with torch.no_grad():
+        out = reference(input_ids=torch.from_numpy(batch["input_ids"]).long(),
+                        attention_mask=torch.from_numpy(batch["attention_mask"]).long(),
+                        token_type_ids=torch.from_numpy(batch["token_type_ids"]).long())
+    real = batch["attention_mask"].astype(bool)
+    seq_diff = np.abs(got["sequence_output"] - out.last_hidden_state.numpy())[real].max()
+    pooled_diff = np.abs(got["pooled_output"] - out.pooler_output.numpy()).max()
+    print(f"minilm export parity: sequence_output max abs diff {seq_diff:.3g}, "
+          f"pooled_output {pooled_diff:.3g}")
+    assert seq_diff <= 1e-4 and pooled_diff <= 1e-4

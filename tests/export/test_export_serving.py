@@ -1,0 +1,237 @@
+"""model.export: the serving SavedModel of every task model gives the Keras model's outputs on
+raw strings (serving_default) and on packed ids (serving_ids); its errors."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.export import ExportError, export_model, required_ops
+from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
+
+# The ops of the tokenizer; both are in tensorflow-text 2.12.1 (what official TF Serving
+# builds link), which lacks TFText>RoundRobinTrim and later ops.
+TOKENIZER_OPS = {"FastWordpieceTokenizeWithOffsets", "NormalizeUTF8"}
+TEXTS = POSITIVE[:3] + NEGATIVE[:3] + ["", "the cat sat on the red dog and the actor ran !"]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    """One tiny encoder shared by the task models here (each test compares a model with its
+    own export, so they need not be independent), to save building one per model."""
+    keras.utils.set_random_seed(1)
+    return tiny_encoder()
+
+
+def _export(model, tmp_path, name="model", **options):
+    path = model.export(str(tmp_path / name / "1"), **options)
+    assert path == str(tmp_path / name / "1")
+    assert set(required_ops(path)) == TOKENIZER_OPS
+    loaded = tf.saved_model.load(path)
+    assert sorted(loaded.signatures) == ["serving_default", "serving_ids"]
+    return loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
+
+
+def _packed(model, x):
+    return {k: tf.constant(v) for k, v in model.preprocessor(x).items()}
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_classifier_single_texts(encoder, tmp_path):
+    model = keras_bert.BertClassifier(encoder, 3,
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
+    serve, ids = _export(model, tmp_path, label_names=["neg", "neutral", "pos"])
+    want = model.predict(TEXTS, verbose=0)
+    out = serve(text=tf.constant(TEXTS))
+    assert sorted(out) == ["label_ids", "labels", "logits", "probabilities"]
+    np.testing.assert_allclose(out["logits"], want, atol=1e-5)
+    np.testing.assert_allclose(out["probabilities"], _softmax(want), atol=1e-5)
+    assert out["label_ids"].dtype == tf.int32
+    np.testing.assert_array_equal(out["label_ids"], want.argmax(-1))
+    assert [s.decode() for s in out["labels"].numpy()] == [
+        ["neg", "neutral", "pos"][i] for i in want.argmax(-1)]
+    from_ids = ids(**_packed(model, TEXTS))
+    np.testing.assert_allclose(from_ids["logits"], want, atol=1e-5)
+
+
+def test_classifier_pairs_and_regression(encoder, tmp_path):
+    pre = keras_bert.BertPreprocessor(VOCAB, 12)
+    model = keras_bert.BertClassifier(encoder, 2, preprocessor=pre)
+    serve, _ = _export(model, tmp_path, "pairs", pairs=True)
+    a, b = TEXTS, TEXTS[::-1]
+    out = serve(text_a=tf.constant(a), text_b=tf.constant(b))
+    np.testing.assert_allclose(out["logits"], model.predict((a, b), verbose=0), atol=1e-5)
+    regression = keras_bert.BertClassifier(encoder, 1, preprocessor=pre)
+    serve, ids = _export(regression, tmp_path, "sts")
+    out = serve(text=tf.constant(TEXTS))
+    assert sorted(out) == ["score"] and out["score"].shape == (len(TEXTS),)
+    np.testing.assert_allclose(out["score"], regression.predict(TEXTS, verbose=0)[:, 0],
+                               atol=1e-5)
+    np.testing.assert_allclose(ids(**_packed(regression, TEXTS))["score"], out["score"],
+                               atol=1e-6)
+
+
+def test_token_classifier_labels_words(encoder, tmp_path):
+    model = keras_bert.BertTokenClassifier(
+        encoder, 3, preprocessor=keras_bert.BertTokenClassifierPreprocessor(VOCAB, 8))
+    serve, ids = _export(model, tmp_path, label_names=["O", "LOC", "PER"])
+    texts = ["paris is red", "the cat sat on the red dog and ran", "london"]
+    out = serve(text=tf.constant(texts))
+    want = model.predict(texts, verbose=0)
+    np.testing.assert_allclose(out["logits"], want, atol=1e-5)
+    np.testing.assert_array_equal(out["label_ids"], want.argmax(-1))
+    words = [t.split() for t in texts]
+    assert [[w.decode() for w in row if w] for row in out["words"].numpy()] == words
+    tags = model.predict_words(texts)  # None: cut off by seq_length
+    assert tags[1][-1] is None  # the long text loses words
+    assert out["word_label_ids"].numpy().tolist() == [
+        [-1 if t is None else t for t in row] + [-1] * (9 - len(row)) for row in tags]
+    assert out["word_labels"].numpy().tolist() == [
+        [b"" if t is None else ["O", "LOC", "PER"][t].encode() for t in row]
+        + [b""] * (9 - len(row)) for row in tags]
+    packed = {k: tf.constant(v) for k, v in model.preprocessor(tf.strings.split(texts)).items()}
+    np.testing.assert_allclose(ids(**packed)["logits"], want, atol=1e-5)
+
+
+def _best_span(start, end, in_context, longest):
+    best, span = -np.inf, (0, 0)
+    for i in np.flatnonzero(in_context):
+        for j in np.flatnonzero(in_context):
+            if i <= j < i + longest and start[i] + end[j] > best:
+                best, span = start[i] + end[j], (i, j)
+    return span
+
+
+def test_span_labeler_best_span_and_answer(encoder, tmp_path):
+    model = keras_bert.BertSpanLabeler(
+        encoder, preprocessor=keras_bert.BertPreprocessor(VOCAB, 16,
+                                                                 truncator="waterfall"))
+    serve, ids = _export(model, tmp_path, max_answer_length=3)
+    questions = ["who sat", "what", "why is the film not good"]
+    contexts = ["the cat sat on the red dog", "a red dog ran", "the plot is boring"]
+    out = serve(question=tf.constant(questions), context=tf.constant(contexts))
+    want = model.predict((questions, contexts), verbose=0)
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(out[name], want[name], atol=1e-5)
+    packed = model.preprocessor((questions, contexts))
+    word_ids = packed["input_word_ids"].numpy()
+    for row in range(3):
+        in_context = ((packed["input_type_ids"].numpy()[row] == 1)
+                      & (packed["input_mask"].numpy()[row] == 1) & (word_ids[row] != 3))
+        start, end = _best_span(want["start_logits"][row], want["end_logits"][row],
+                                in_context, 3)
+        assert (out["start_index"][row], out["end_index"][row]) == (start, end)
+        assert 1 <= end - start + 1 <= 3
+        answer = " ".join(VOCAB[i] for i in word_ids[row, start:end + 1]).replace(" ##", "")
+        assert out["answer"].numpy()[row].decode() == answer
+    from_ids = ids(**{k: tf.constant(v) for k, v in packed.items()})
+    assert sorted(from_ids) == ["end_index", "end_logits", "start_index", "start_logits"]
+    np.testing.assert_array_equal(from_ids["start_index"], out["start_index"])
+
+
+def test_multiple_choice(encoder, tmp_path):
+    model = keras_bert.BertMultipleChoice(
+        encoder, 3, preprocessor=keras_bert.BertMultipleChoicePreprocessor(VOCAB, 10))
+    serve, ids = _export(model, tmp_path)
+    contexts = ["the cat", "a dog"]
+    choices = [["sat", "ran", "is red"], ["ran", "sat", "was fun"]]
+    out = serve(context=tf.constant(contexts), choices=tf.constant(choices))
+    want = model.predict((contexts, choices), verbose=0)
+    np.testing.assert_allclose(out["logits"], want, atol=1e-5)
+    np.testing.assert_array_equal(out["label_ids"], want.argmax(-1))
+    from_ids = ids(**{k: tf.constant(v) for k, v in
+                      model.preprocessor((contexts, choices)).items()})
+    np.testing.assert_allclose(from_ids["probabilities"], _softmax(want), atol=1e-5)
+
+
+def test_masked_lm_predicts_at_the_masks(encoder, tmp_path):
+    model = keras_bert.BertMaskedLM(
+        encoder, preprocessor=keras_bert.BertMaskedLMPreprocessor(VOCAB, 12))
+    serve, ids = _export(model, tmp_path, top_k=4)
+    texts = ["the cat [MASK] on the [MASK].", "no mask here", "[MASK]",
+             "a [MASK][MASK] movie and the plot is dull , boring and [MASK]"]
+    out = serve(text=tf.constant(texts))
+    # What the signature packs: the text around each [MASK] tokenized, the mask id there.
+    tokenizer = model.preprocessor.tokenizer
+    rows = []
+    for text in texts:
+        parts = [tokenizer.tokenize(p).numpy().tolist() for p in text.split("[MASK]")]
+        row = sum((p + [tokenizer.mask_token_id] for p in parts[:-1]), []) + parts[-1]
+        rows.append([2] + row[:10] + [3])
+    positions = [[i for i, t in enumerate(r) if t == tokenizer.mask_token_id] for r in rows]
+    assert positions == [[3, 6], [], [1], [2, 3]]  # the last mask of text 4 is cut off
+    assert out["masked_lm_positions"].numpy().tolist() == [p + [0] * (2 - len(p))
+                                                           for p in positions]
+    assert out["masked_lm_weights"].numpy().tolist() == [[1.0] * len(p) + [0.0] * (2 - len(p))
+                                                         for p in positions]
+    word_ids = np.array([r + [0] * (12 - len(r)) for r in rows], "int32")
+    x = {"input_word_ids": word_ids, "input_mask": (np.arange(12) < np.array(
+        [[len(r)] for r in rows])).astype("int32"), "input_type_ids": np.zeros_like(word_ids),
+        "masked_lm_positions": out["masked_lm_positions"].numpy()}
+    probabilities = _softmax(model.predict(x, verbose=0))
+    top = np.argsort(-probabilities, axis=-1)[..., :4]
+    np.testing.assert_array_equal(out["top_ids"], top)
+    np.testing.assert_allclose(out["top_probabilities"],
+                               np.take_along_axis(probabilities, top, -1), atol=1e-5)
+    assert out["top_tokens"].numpy()[0, 0].tolist() == [VOCAB[i].encode() for i in top[0, 0]]
+    from_ids = ids(**{k: tf.constant(v) for k, v in x.items()})
+    np.testing.assert_array_equal(from_ids["top_ids"], top)
+
+
+def test_pretrainer_pairs_give_next_sentence_probabilities(encoder, tmp_path):
+    model = keras_bert.BertPretrainer(
+        encoder, preprocessor=keras_bert.BertPretrainerPreprocessor(VOCAB, 12))
+    serve, _ = _export(model, tmp_path, pairs=True)
+    out = serve(text_a=tf.constant(["the [MASK] sat"]), text_b=tf.constant(["a dog [MASK]"]))
+    assert out["masked_lm_positions"].numpy().tolist() == [[2, 7]]
+    packed = model.preprocessor.packer([model.preprocessor.tokenizer(["the cat sat"]),
+                                        model.preprocessor.tokenizer(["a dog ran"])])
+    x = {k: v.numpy() for k, v in packed.items()}
+    x["input_word_ids"][0, [2, 7]] = model.preprocessor.tokenizer.mask_token_id
+    x["masked_lm_positions"] = np.array([[2, 7]], "int32")
+    want = model.predict(x, verbose=0)
+    np.testing.assert_allclose(out["next_sentence_probabilities"],
+                               _softmax(want["nsp_logits"]), atol=1e-5)
+
+
+def test_errors(encoder, tmp_path):
+    pre = keras_bert.BertPreprocessor(VOCAB, 12)
+    model = keras_bert.BertClassifier(encoder, 2, preprocessor=pre)
+    with pytest.raises(ExportError, match="numbered version directories"):
+        model.export(str(tmp_path / "sentiment"))
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "saved_model.pb").write_bytes(b"")
+    with pytest.raises(ExportError, match="already exists and is not empty"):
+        model.export(str(tmp_path / "m" / "1"))
+    with pytest.raises(ExportError, match="input_signature: the serving export's signatures "
+                                          "are fixed"):
+        model.export(str(tmp_path / "m" / "2"), input_signature=[tf.TensorSpec([None])])
+    with pytest.raises(ExportError, match="label_names must be 2 strings"):
+        model.export(str(tmp_path / "m" / "2"), label_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match="top_k must be >= 1, got 0"):
+        model.export(str(tmp_path / "m" / "2"), top_k=0)
+    with pytest.raises(ValueError, match="pairs must be"):
+        model.export(str(tmp_path / "m" / "2"), pairs="yes")
+    with pytest.raises(ExportError, match="has no preprocessor"):
+        keras_bert.BertClassifier(encoder, 2).export(str(tmp_path / "m" / "2"))
+    span = keras_bert.BertSpanLabeler(encoder, preprocessor=pre)
+    with pytest.raises(ExportError, match="pairs=True: BertSpanLabeler takes no sentence "
+                                          "pairs in its serving signature .question, context"):
+        span.export(str(tmp_path / "m" / "2"), pairs=True)
+    with pytest.raises(ExportError, match="label_names: BertSpanLabeler has no class labels"):
+        span.export(str(tmp_path / "m" / "2"), label_names=["x"])
+    tagger = keras_bert.BertTokenClassifier(encoder, 2, preprocessor=pre)
+    with pytest.raises(ExportError, match="BertTokenClassifier packs text with a "
+                                          "BertTokenClassifierPreprocessor; this model's "
+                                          "preprocessor is a BertPreprocessor"):
+        tagger.export(str(tmp_path / "m" / "2"))
+    with pytest.raises(ExportError, match="takes a keras_bert task model, got BertEncoder"):
+        export_model(encoder, str(tmp_path / "m" / "2"))
+    with pytest.raises(ValueError, match="format"):  # other formats are Keras' own
+        model.export(str(tmp_path / "m" / "2"), format="no-such-format")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["1"]

@@ -1,0 +1,91 @@
+"""tools/export_saved_model.py run as a user runs it: exports from a .keras file, and its
+errors (each one line on stderr, exit status 1, nothing written)."""
+
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from tests.models.tiny import POSITIVE, VOCAB, tiny_encoder
+
+REPO = pathlib.Path(__file__).resolve().parent.parent.parent
+
+
+def _tool(*flags):
+    return subprocess.run([sys.executable, str(REPO / "tools" / "export_saved_model.py"),
+                           *flags], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models")
+    model = keras_bert.BertClassifier(tiny_encoder(), 2,
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
+    model.save(path / "classifier.keras")
+    tiny_encoder().save(path / "encoder.keras")
+    return path, model
+
+
+def test_serving_versions_and_encoder_from_a_keras_file(files, tmp_path):
+    path, model = files
+    base = tmp_path / "models" / "sentiment"
+    (base / "1").mkdir(parents=True)  # an earlier version: --version=next writes 2
+    (base / "1" / "saved_model.pb").write_bytes(b"")
+    result = _tool(f"--model_file={path / 'classifier.keras'}", f"--export_dir={base}",
+                   "--version=next", "--label_names=neg,pos")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == ""
+    assert result.stdout == (
+        f"Exported the serving SavedModel of BertClassifier to {base / '2'}; "
+        "custom ops: FastWordpieceTokenizeWithOffsets, NormalizeUTF8\n")
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops, as a server must)
+
+    serve = tf.saved_model.load(str(base / "2")).signatures["serving_default"]
+    out = serve(text=tf.constant(POSITIVE))
+    np.testing.assert_allclose(out["logits"], model.predict(POSITIVE, verbose=0), atol=1e-5)
+    assert set(out["labels"].numpy()) <= {b"neg", b"pos"}
+    result = _tool(f"--model_file={path / 'classifier.keras'}", "--kind=encoder",
+                   f"--export_dir={tmp_path / 'encoder'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.endswith(f"BertClassifier to {tmp_path / 'encoder'}; custom ops: "
+                                  "none\n")
+    assert (tmp_path / "encoder" / "assets" / "vocab.txt").is_file()
+
+
+def _assert_flag_error(result, message):
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("FATAL Flags parsing error: "), result.stderr[-3000:]
+    assert message in result.stderr, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+
+
+def test_flag_errors(files, tmp_path):
+    path, _ = files
+    _assert_flag_error(_tool(f"--model_file={tmp_path / 'none.keras'}",
+                             f"--export_dir={tmp_path / 'm' / '1'}"),
+                       f"flag --model_file={tmp_path / 'none.keras'}: no such file")
+    (tmp_path / "full" / "1").mkdir(parents=True)
+    (tmp_path / "full" / "1" / "saved_model.pb").write_bytes(b"")
+    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}",
+                             f"--export_dir={tmp_path / 'full' / '1'}"),
+                       "already exists and is not empty; an export never overwrites one")
+    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}",
+                             f"--export_dir={tmp_path / 'sentiment'}"),
+                       "TF Serving loads a model from numbered version directories")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
+
+
+def test_a_model_of_the_wrong_kind(files, tmp_path):
+    path, _ = files
+    result = _tool(f"--model_file={path / 'encoder.keras'}", "--kind=serving",
+                   f"--export_dir={tmp_path / 'm' / '1'}")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"export_saved_model.py: --kind=serving exports a keras_bert task model; "
+        f"{path / 'encoder.keras'} holds a BertEncoder.")
+    assert not (tmp_path / "m").exists()

@@ -1,0 +1,180 @@
+"""Exports a keras_bert model as a SavedModel: the encoder (TF Hub BERT encoder format), the
+preprocessing model (TF Hub BERT preprocessing format), or the end-to-end serving model.
+
+    python tools/export_saved_model.py --model_file=run/model.keras --kind=serving \
+        --export_dir=/models/sentiment/1
+    python tools/export_saved_model.py --model_file=run/model.keras --kind=serving \
+        --export_dir=/models/sentiment --version=next      # one past the newest version
+    python tools/export_saved_model.py --preset=minilm_l6 --kind=encoder \
+        --export_dir=/tmp/minilm_encoder
+    python tools/export_saved_model.py --preset=minilm_l6 --kind=preprocessor \
+        --seq_length=128 --export_dir=/tmp/minilm_preprocess
+
+A serving export goes to TF Serving's layout, <base>/<name>/<version>: --export_dir is the
+version directory, or the model base path with --version (a number, or "next"). Serving
+exports of a preset need --task (a fresh head; a preset saved by save_to_preset from a task
+model brings its own). The flags are checked before anything is loaded; every problem is
+one line on stderr and exit status 1. On success the tool prints one line: what it wrote,
+where, and the custom ops a serving binary needs (keras_bert.export.required_ops).
+"""
+
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
+
+from absl import app, flags, logging  # noqa: E402
+
+import keras_bert  # noqa: E402  (loads TensorFlow without its C++ start-up lines)
+from keras_bert import export  # noqa: E402
+from keras_bert.export import layout  # noqa: E402
+
+KINDS = ("encoder", "preprocessor", "serving")
+TASKS = {  # --task -> (class name, the flag giving its size)
+    "classification": ("BertClassifier", "num_classes"),
+    "regression": ("BertClassifier", None),
+    "tagging": ("BertTokenClassifier", "num_classes"),
+    "span_labeling": ("BertSpanLabeler", None),
+    "multiple_choice": ("BertMultipleChoice", "num_choices"),
+    "masked_lm": ("BertMaskedLM", None),
+    "pretraining": ("BertPretrainer", None),
+}
+
+flags.DEFINE_string("preset", None, "A preset name (keras_bert.presets()) or directory.")
+flags.DEFINE_string("model_file", None, "A .keras file saved from a keras_bert model "
+                    "(tools/finetune.py writes model.keras).")
+flags.DEFINE_enum("kind", "serving", KINDS, "What to export.")
+flags.DEFINE_string("export_dir", None, "Where to write the SavedModel (new or empty); for "
+                    "--kind=serving the version directory <base>/<name>/<version>, or the "
+                    "base path with --version.", required=True)
+flags.DEFINE_string("version", None, "--kind=serving: export to --export_dir/<version> (a "
+                    "number, or 'next': one past the newest there).")
+flags.DEFINE_enum("task", None, list(TASKS), "--preset: the task model to build for "
+                  "--kind=serving (and masked_lm/pretraining for an encoder with its MLM head).")
+flags.DEFINE_integer("num_classes", None, "--task=classification/tagging: classes.",
+                     lower_bound=2)
+flags.DEFINE_integer("num_choices", None, "--task=multiple_choice: choices per question.",
+                     lower_bound=2)
+flags.DEFINE_integer("seq_length", 128, "--preset: the preprocessor's sequence length.",
+                     lower_bound=3)
+flags.DEFINE_bool("pairs", False, "--kind=serving of a classifier or masked LM: "
+                  "serving_default takes text_a and text_b.")
+flags.DEFINE_list("label_names", None, "--kind=serving of a classifier or tagger: class "
+                  "names in id order (adds the labels outputs).")
+flags.DEFINE_integer("top_k", 5, "--kind=serving of a masked LM: predictions per [MASK].",
+                     lower_bound=1)
+FLAGS = flags.FLAGS
+
+
+@flags.multi_flags_validator(["preset", "model_file"], message=(
+    "Give --preset or --model_file, exactly one."))
+def _one_source(values):
+    return bool(values["preset"]) != bool(values["model_file"])
+
+
+@flags.validator("model_file")
+def _model_file_exists(path):
+    if path and not os.path.isfile(path):
+        raise flags.ValidationError(f"no such file: {path}")
+    if path and not path.endswith(".keras"):
+        raise flags.ValidationError(f"{path} is not a .keras file (model.save('model.keras'))")
+    return True
+
+
+@flags.multi_flags_validator(["preset", "model_file", "kind", "task", "num_classes",
+                              "num_choices"])
+def _task_flags(values):
+    task = values["task"]
+    if task and values["model_file"]:
+        raise flags.ValidationError("--task builds a model from --preset; a --model_file "
+                                    "already holds one")
+    if values["preset"] and values["kind"] == "serving" and not task:
+        raise flags.ValidationError("--kind=serving of a --preset needs --task (the model to "
+                                    f"build: {', '.join(TASKS)})")
+    size = TASKS[task][1] if task else None
+    if size and values[size] is None:
+        raise flags.ValidationError(f"--task={task} needs --{size}")
+    return True
+
+
+@flags.multi_flags_validator(["export_dir", "kind", "version"])
+def _export_dir(values):
+    if values["version"] is not None:
+        if values["kind"] != "serving":
+            raise flags.ValidationError("--version applies to --kind=serving only")
+        if values["version"] != "next" and not values["version"].isdigit():
+            raise flags.ValidationError(f"--version={values['version']}: a number, or 'next'")
+    try:
+        layout.check_target(_target(values), versioned=values["kind"] == "serving")
+    except layout.ExportError as error:
+        raise flags.ValidationError(str(error)) from None
+    return True
+
+
+def _target(values):
+    """The SavedModel directory the flags name."""
+    if values["version"] is None:
+        return values["export_dir"]
+    if values["version"] == "next":
+        return layout.next_version(values["export_dir"])
+    return os.path.join(values["export_dir"], str(int(values["version"])))
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.ERROR)
+    target = _target({"export_dir": FLAGS.export_dir, "version": FLAGS.version})
+    try:
+        with keras_bert.backend.quiet_native_stderr():
+            model = _load()
+            if FLAGS.kind == "encoder":
+                path = export.export_encoder(model, target)
+            elif FLAGS.kind == "preprocessor":
+                path = export.export_preprocessor(model, target)
+            else:
+                path = export.export_model(model, target, **_serving_options(model))
+    except (ValueError, TypeError, OSError) as error:
+        sys.exit(f"export_saved_model.py: {error}")
+    ops = export.required_ops(path)
+    print(f"Exported the {FLAGS.kind} SavedModel of {type(model).__name__} to {path}; custom "
+          f"ops: {', '.join(ops) if ops else 'none'}")
+
+
+def _load():
+    """The model (or preprocessor) to export, from --model_file or --preset."""
+    if FLAGS.model_file:
+        import keras
+
+        model = keras.saving.load_model(FLAGS.model_file, compile=False)  # no optimizer needed
+        kinds = (keras_bert.models.Task,) if FLAGS.kind == "serving" else (
+            keras_bert.models.Task, keras_bert.BertEncoder, keras_bert.BertPreprocessor)
+        if not isinstance(model, kinds):
+            wants = ("a keras_bert task model" if FLAGS.kind == "serving" else
+                     "a keras_bert task model, BertEncoder or BertPreprocessor")
+            raise ValueError(f"--kind={FLAGS.kind} exports {wants}; {FLAGS.model_file} holds "
+                             f"a {type(model).__name__}.")
+        return model
+    if FLAGS.kind == "preprocessor":
+        return keras_bert.BertPreprocessor.from_preset(FLAGS.preset, seq_length=FLAGS.seq_length)
+    if not FLAGS.task:
+        return keras_bert.BertEncoder.from_preset(FLAGS.preset)
+    name, size = TASKS[FLAGS.task]
+    kwargs = {"seq_length": FLAGS.seq_length}
+    if FLAGS.task == "regression":
+        kwargs["num_classes"] = 1
+    elif size:
+        kwargs[size] = getattr(FLAGS, size)
+    return getattr(keras_bert, name).from_preset(FLAGS.preset, **kwargs)
+
+
+def _serving_options(model):
+    options = {"pairs": FLAGS.pairs, "label_names": FLAGS.label_names}
+    if isinstance(model, (keras_bert.BertMaskedLM, keras_bert.BertPretrainer)):
+        options["top_k"] = FLAGS.top_k
+    return options
+
+
+if __name__ == "__main__":
+    app.run(main)
