@@ -3,7 +3,7 @@ batching, against a plain `tf.saved_model.load` loop in one process as the floor
 
 A `BertClassifier` with its preprocessor (tiny random L2/H16, or a preset such as
 `minilm_l6` with a fresh head) is saved as a serving SavedModel (raw strings in, tf.text ops in
-the graph; tests/export/serving_models.py until `model.export` lands) and served by two
+the graph; exported by `model.export`) and served by two
 `tools/serve.py` processes, one with `--enable_batching`. --clients threads, each with its own
 connection (a gRPC channel with TF Serving's PredictionServiceStub; a keep-alive HTTP
 connection), send --requests requests of --texts_per_request real Wikipedia lines each. The
@@ -73,7 +73,7 @@ def _build(directory):
         model = serving_models.tiny_classifier(seq_length=FLAGS.seq_length)
     else:
         model = serving_models.preset_classifier(FLAGS.model, seq_length=FLAGS.seq_length)
-    return serving_models.write_serving_model(model, pathlib.Path(directory) / "model" / "1")
+    return model.export(str(pathlib.Path(directory) / "model" / "1"), verbose=False)
 
 
 def _load(make_call, texts, clients=None):

@@ -1,17 +1,8 @@
 """Serving SavedModels of keras_bert task models, for the local server's tests and benchmark.
 
-Until `model.export` (issue 10's export half) is merged, this is how the server's tests get
-something real to serve: a `tf.Module` around a `BertClassifier` WITH its `BertPreprocessor`
-(tensorflow-text ops in the graph), saved in TF Serving's versioned layout with two
-signatures:
-
-- ``serving_default``: ``text`` (tf.string ``[batch]``) -> ``probabilities``
-  (float32 ``[batch, num_classes]``) and ``label_ids`` (int64 ``[batch]``);
-- ``token_ids``: ``input_word_ids``, ``input_mask``, ``input_type_ids`` (int32
-  ``[batch, seq]``) -> the same outputs.
-
-After the merge, `write_serving_model` can become ``model.export(export_dir)``: the tests only
-rely on the signature and tensor names above.
+Tiny `BertClassifier`s WITH their `BertPreprocessor` (tensorflow-text ops in the graph),
+exported by ``model.export`` as a user exports them: the server is tested on the product's own
+serving SavedModels (signatures ``serving_default`` and ``serving_ids``).
 """
 
 import pathlib
@@ -46,44 +37,15 @@ def preset_classifier(preset, seed=0, num_classes=2, seq_length=128):
     return BertClassifier.from_preset(preset, num_classes=num_classes, seq_length=seq_length)
 
 
-def serving_module(model):
-    """A tf.Module exposing `model`'s signatures; the Keras model itself is not tracked (that
-    would save its variables twice), its variables are, explicitly."""
-    preprocessor = model.preprocessor
-    token_spec = tf.TensorSpec([None, None], tf.int32)
+def write_serving_model(model, directory):
+    """``model.export`` (the product's serving export) to ``<directory>/1``; returns that path.
 
-    def outputs(packed):
-        logits = model(packed, training=False)  # [batch, num_classes]
-        return {"probabilities": tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1),
-                "label_ids": tf.argmax(logits, axis=-1)}  # int64 [batch]
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def serve_text(text):
-        return outputs(preprocessor(text))
-
-    @tf.function(input_signature=[token_spec, token_spec, token_spec])
-    def serve_token_ids(input_word_ids, input_mask, input_type_ids):
-        return outputs({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                        "input_type_ids": input_type_ids})
-
-    module = tf.Module()
-    module.model_variables = [v.value for v in model.variables]
-    module.serve_text = serve_text
-    module.serve_token_ids = serve_token_ids
-    return module
-
-
-def write_serving_model(model, export_dir):
-    """Saves `model` as a serving SavedModel in `export_dir` (e.g. ``<base>/<name>/1``)."""
-    module = serving_module(model)
-    signatures = {
-        "serving_default": module.serve_text.get_concrete_function(),
-        "token_ids": module.serve_token_ids.get_concrete_function(),
-    }
-    export_dir = pathlib.Path(export_dir)
-    export_dir.parent.mkdir(parents=True, exist_ok=True)
-    tf.saved_model.save(module, str(export_dir), signatures=signatures)
-    return str(export_dir)
+    Its signatures, as `keras_bert.export.serving` documents them: ``serving_default``
+    takes ``text`` (tf.string ``[batch]``), ``serving_ids`` takes ``input_word_ids``,
+    ``input_mask``, ``input_type_ids`` (int32 ``[batch, seq]``); both answer ``logits``,
+    ``probabilities`` (float32 ``[batch, num_classes]``) and ``label_ids`` (int32 ``[batch]``).
+    """
+    return model.export(str(pathlib.Path(directory) / "1"), verbose=False)
 
 
 # The SavedModels the server tests serve: name -> (seed, num_classes).

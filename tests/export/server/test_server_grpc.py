@@ -58,11 +58,11 @@ def test_predict_answers_as_the_keras_model(client, serving_models):
     assert labelled.model_spec.version.value == 1
 
 
-def test_the_token_ids_signature_agrees_with_the_text_one(client, serving_models):
+def test_the_serving_ids_signature_agrees_with_the_text_one(client, serving_models):
     packed = BertPreprocessor(VOCAB, seq_length=16)(SENTENCES)
     response = client.predict("sentiment", {k: v.numpy() for k, v in packed.items()},
-                              signature_name="token_ids")
-    assert response.model_spec.signature_name == "token_ids"
+                              signature_name="serving_ids")
+    assert response.model_spec.signature_name == "serving_ids"
     _close(outputs(response), serving_models["sentiment_v1"][1])
 
 
@@ -87,8 +87,8 @@ def test_metadata_and_status(client):
     serving = signatures.signature_def["serving_default"]
     assert serving.method_name == "tensorflow/serving/predict"
     assert serving.inputs["text"].dtype == tf.string.as_datatype_enum
-    assert sorted(serving.outputs) == ["label_ids", "probabilities"]
-    assert sorted(signatures.signature_def["token_ids"].inputs) == [
+    assert sorted(serving.outputs) == ["label_ids", "logits", "probabilities"]
+    assert sorted(signatures.signature_def["serving_ids"].inputs) == [
         "input_mask", "input_type_ids", "input_word_ids"]
 
     request = get_model_status_pb2.GetModelStatusRequest()
@@ -116,14 +116,14 @@ BAD_REQUESTS = {  # name: (request arguments, status code, message pattern)
                     r"input 'text' of signature 'serving_default' expects string values, got "
                     r"int32"),
     "missing input": (("sentiment", {"input_word_ids": _ids(1, 4), "input_type_ids": _ids(1, 4)},
-                       "token_ids"), "INVALID_ARGUMENT",
+                       "serving_ids"), "INVALID_ARGUMENT",
                       r"missing input\(s\) \['input_mask'\]"),
     "extra input": (("sentiment", {"text": texts(["a"]), "label": texts(["b"])}),
                     "INVALID_ARGUMENT", r"unexpected input\(s\) \['label'\]; it takes \['text'\]"),
     "wrong rank": (("sentiment", {"text": texts(["a", "b"]).reshape(1, 2)}), "INVALID_ARGUMENT",
                    r"input 'text' .* has shape \[1, 2\]; the signature takes \[\?\]"),
     "batch sizes differ": (("sentiment", {"input_word_ids": _ids(2, 4), "input_mask": _ids(1, 4),
-                                          "input_type_ids": _ids(2, 4)}, "token_ids"),
+                                          "input_type_ids": _ids(2, 4)}, "serving_ids"),
                            "INVALID_ARGUMENT", r"must share their first \(batch\) dimension"),
     "oversized batch": (("sentiment", {"text": texts(["a"] * 17)}), "INVALID_ARGUMENT",
                         r"batch of 17 rows; this server takes at most 16 per request "
@@ -131,11 +131,11 @@ BAD_REQUESTS = {  # name: (request arguments, status code, message pattern)
     "ids outside the vocabulary": (("sentiment", {"input_word_ids": _ids(1, 4, value=10**6),
                                                   "input_mask": _ids(1, 4),
                                                   "input_type_ids": _ids(1, 4, value=0)},
-                                    "token_ids"), "INVALID_ARGUMENT",
-                                   r"signature 'token_ids' refused the inputs: .*1000000"),
-    "unknown output": (("sentiment", {"text": texts(["a"])}, "", None, None, ["logits"]),
+                                    "serving_ids"), "INVALID_ARGUMENT",
+                                   r"signature 'serving_ids' refused the inputs: .*1000000"),
+    "unknown output": (("sentiment", {"text": texts(["a"])}, "", None, None, ["scores"]),
                        "INVALID_ARGUMENT", r"output tensor alias not found in signature "
-                       r"'serving_default': 'logits'"),
+                       r"'serving_default': 'scores'"),
 }
 
 
@@ -156,7 +156,7 @@ def test_a_malformed_tensor_proto_and_unsupported_methods(client):
     proto.tensor_content = b"\x00" * 3  # 3 bytes for 4 int32s
     with pytest.raises(grpc.RpcError) as error:
         client.predict("sentiment", {"input_word_ids": proto, "input_mask": _ids(1, 4),
-                                     "input_type_ids": _ids(1, 4)}, "token_ids")
+                                     "input_type_ids": _ids(1, 4)}, "serving_ids")
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "input 'input_word_ids' is not a valid TensorProto" in error.value.details()
 

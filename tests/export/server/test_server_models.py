@@ -55,7 +55,7 @@ def test_the_newest_version_is_served_and_answers_as_the_keras_model(
     with manager.servable("sentiment") as servable:
         assert servable.version == 2
         _close(_predict(servable), serving_models["sentiment_v2"][1])
-        assert sorted(servable.signatures) == ["serving_default", "token_ids"]
+        assert sorted(servable.signatures) == ["serving_default", "serving_ids"]
     with manager.servable("sentiment", version=2) as servable:
         assert servable.version == 2
     assert [(s.version, s.state) for s in manager.status("sentiment")] == [(2, "AVAILABLE")]

@@ -53,7 +53,7 @@ def test_row_format_answers_as_the_keras_model(server, serving_models):
         _close(answer["predictions"], serving_models["sentiment_v1"][1], 3)
 
 
-def test_columnar_format_and_the_token_ids_signature(server, serving_models):
+def test_columnar_format_and_the_serving_ids_signature(server, serving_models):
     expected = serving_models["topics_v1"][1]
     status, answer = http(_url(server, "/v1/models/topics:predict"), {"inputs": SENTENCES})
     assert status == 200, answer
@@ -62,7 +62,7 @@ def test_columnar_format_and_the_token_ids_signature(server, serving_models):
     packed = {k: v.numpy().tolist() for k, v in BertPreprocessor(VOCAB, seq_length=16)(
         SENTENCES).items()}
     status, answer = http(_url(server, "/v1/models/topics:predict"),
-                          {"signature_name": "token_ids", "inputs": packed})
+                          {"signature_name": "serving_ids", "inputs": packed})
     assert status == 200, answer
     assert answer["outputs"]["label_ids"] == expected["label_ids"].tolist()
 
@@ -130,18 +130,18 @@ BAD_REQUESTS = {  # name: (path, body (None: GET), HTTP status, message pattern)
                     r"input 'text' of signature 'serving_default' at \[1\] in 'instances': "
                     r"expects string values, got a JSON number"),
     "float for int": ("/v1/models/sentiment:predict",
-                      {"signature_name": "token_ids", "inputs": {
+                      {"signature_name": "serving_ids", "inputs": {
                           "input_word_ids": [[2, 3.5]], "input_mask": [[1, 1]],
                           "input_type_ids": [[0, 0]]}}, 400,
                       r"input 'input_word_ids' .* at \[0, 1\] .*expects int32 values \(whole "
                       r"numbers\), got a JSON number 3\.5"),
     "missing input": ("/v1/models/sentiment:predict",
-                      {"signature_name": "token_ids", "inputs": {"input_word_ids": [[2, 3]]}},
+                      {"signature_name": "serving_ids", "inputs": {"input_word_ids": [[2, 3]]}},
                       400, r"missing input\(s\) \['input_mask', 'input_type_ids'\]"),
     "extra input": ("/v1/models/sentiment:predict", {"inputs": {"text": ["a"], "x": [1]}}, 400,
                     r"unexpected input\(s\) \['x'\]"),
     "ragged list": ("/v1/models/sentiment:predict",
-                    {"signature_name": "token_ids", "instances": [
+                    {"signature_name": "serving_ids", "instances": [
                         {"input_word_ids": [2, 3], "input_mask": [1, 1], "input_type_ids": [0, 0]},
                         {"input_word_ids": [2], "input_mask": [1], "input_type_ids": [0]}]},
                     400, r"a ragged list \(items of shapes \[\[1\], \[2\]\]\) is not a tensor"),
