@@ -20,6 +20,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTEST_ARGS ?=
+# pytest-xdist workers (the CI machine has 2 cores; many tests wait on subprocesses and
+# sockets, so two workers roughly halve the wall time). Whole files go to one worker
+# (--dist loadfile): module fixtures are built once. TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= 2
 DEMO_ARGS ?=
 
 # torch must be the CPU build (never pull CUDA wheels and nvidia-* packages). PyTorch's CPU
@@ -76,7 +80,7 @@ demo: $(INSTALL_STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
 
 test: $(TEST_STAMP)
-	@$(PY) -m pytest -q tests $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; \
 	exit $$rc
 

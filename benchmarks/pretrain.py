@@ -6,8 +6,9 @@ weights), batch 32 x seq 128 with 20 predictions per sequence, for:
 
 * keras_bert: `BertPretrainer` (MLM head gathered at ``masked_lm_positions`` + next
   sentence) with the original recipe optimizer (`keras_bert.training.create_optimizer`:
-  AdamW, weight decay off for LayerNorm and biases, clipping 1.0), stepped by Keras'
-  compiled ``train_on_batch`` (``--xla`` sets ``jit_compile``);
+  AdamW, weight decay off for LayerNorm and biases, clipping 1.0), stepped by
+  `keras_bert.training.PretrainingLoop.train_step`, the step ``tools/pretrain.py`` runs
+  (``--xla`` sets its ``jit_compile``);
 * keras_hub: `keras_hub.models.BertMaskedLM` (its head also gathers the masked positions) on
   a `BertBackbone` of the same size, `keras.optimizers.AdamW` with clipping 1.0;
 * hf_torch: `transformers.BertForMaskedLM` with its head applied to the masked positions
@@ -100,7 +101,9 @@ def _keras_runners(precision, d):
     import keras
 
     from keras_bert import BertConfig, BertEncoder, BertPretrainer
-    from keras_bert.training import create_optimizer
+    import tensorflow as tf
+
+    from keras_bert.training import PretrainingLoop, create_optimizer
 
     policy = _POLICY[precision]
     runners = []
@@ -108,14 +111,18 @@ def _keras_runners(precision, d):
         jit = xla == "on"
         config = BertConfig(vocab_size=VOCAB, **_sizes())
         ours = BertPretrainer(BertEncoder(config, dtype=policy))
-        ours.compile(optimizer=create_optimizer(1e-4, 10_000, num_warmup_steps=100),
-                     jit_compile=jit)
-        x = {"input_word_ids": d["ids"], "input_mask": d["mask"], "input_type_ids": d["types"],
-             "masked_lm_positions": d["positions"]}
-        y = {"mlm_logits": d["masked_ids"], "nsp_logits": d["nsp"]}
-        w = {"mlm_logits": d["weights"], "nsp_logits": None}
-        runners.append((f"keras_bert (xla {xla})", "keras_bert",
-                        lambda m=ours, x=x, y=y, w=w: m.train_on_batch(x, y, sample_weight=w)))
+        loop = PretrainingLoop(ours, create_optimizer(1e-4, 10_000, num_warmup_steps=100),
+                               global_batch_size=len(d["ids"]), jit_compile=jit)
+        batch = {name: tf.constant(d[key]) for name, key in (
+            ("input_word_ids", "ids"), ("input_mask", "mask"), ("input_type_ids", "types"),
+            ("masked_lm_positions", "positions"), ("masked_lm_ids", "masked_ids"),
+            ("masked_lm_weights", "weights"), ("next_sentence_labels", "nsp"))}
+
+        def step(loop=loop, batch=batch):
+            loop.train_step(batch)
+            loop.take_train_metrics()  # reads the sums back: the step has finished
+
+        runners.append((f"keras_bert (xla {xla})", "keras_bert", step))
         if "keras_hub" in FLAGS.peers:
             import keras_hub
 

@@ -6,6 +6,8 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import check_layer_kwargs
+
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -65,6 +67,7 @@ class SavedModelEncoder(keras.layers.Layer):
     """
 
     def __init__(self, path, trainable=True, **kwargs):
+        check_layer_kwargs(self, kwargs)
         super().__init__(trainable=trainable, **kwargs)
         if not isinstance(path, (str, os.PathLike)):
             raise ValueError(f"SavedModelEncoder: path must be a SavedModel directory, got "

@@ -71,6 +71,10 @@ def google_bert(google_bert_path):
     saved = {k: sys.modules.get(k) for k in ("tensorflow.contrib", "tensorflow.contrib.layers")}
     sys.modules["tensorflow.contrib"] = contrib
     sys.modules["tensorflow.contrib.layers"] = contrib_layers
+    # Another test module may have imported bert.* with its own stand-in for contrib (the
+    # SQuAD fixtures'): import modeling afresh so that it binds this one.
+    for k in [k for k in sys.modules if k == "bert" or k.startswith("bert.")]:
+        del sys.modules[k]
     sys.path.insert(0, str(google_bert_path))
     try:
         modeling = importlib.import_module("bert.modeling")

@@ -14,10 +14,20 @@ LAYERS = {
     "TransformerBlock": (
         dict(hidden_size=8, num_attention_heads=2, intermediate_size=16), "dropuot", "dropout"),
 }
+# Layers that load an export: the misspelling is refused before anything is read.
+LOADING_LAYERS = {"SavedModelEncoder": (dict(path="/nonexistent/export"), "trainble", "trainable")}
 
 
 def test_every_public_layer_is_covered():
-    assert sorted(LAYERS) == sorted(layers.__all__)
+    assert sorted({**LAYERS, **LOADING_LAYERS}) == sorted(layers.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(LOADING_LAYERS))
+def test_a_loading_layer_refuses_a_misspelling_before_it_loads(name):
+    args, wrong, right = LOADING_LAYERS[name]
+    with pytest.raises(TypeError, match=rf"{name}\(\) got unknown keyword argument '{wrong}' "
+                                        rf"\(did you mean '{right}'\?\)"):
+        getattr(layers, name)(**args, **{wrong: False})
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
