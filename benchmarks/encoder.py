@@ -42,6 +42,7 @@ import time  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
+from benchmarks.common import timing  # noqa: E402  (the repository root is on the path now)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
@@ -171,19 +172,8 @@ def _block(out):
 
 def _measure(runners, tokens):
     """tok/s of each runner in every one of the interleaved rounds: a list per runner."""
-    for _, _, run in runners:
-        for _ in range(FLAGS.warmup + 1):  # + 1: tracing / compilation
-            _block(run())
-    rounds = [[] for _ in runners]
-    order = list(enumerate(runners))
-    for _ in range(FLAGS.rounds):
-        order.reverse()  # alternate who goes first
-        for i, (_, _, run) in order:
-            start = time.perf_counter()
-            for _ in range(FLAGS.steps):
-                _block(run())
-            rounds[i].append(tokens * FLAGS.steps / (time.perf_counter() - start))
-    return rounds
+    return timing.interleaved_rates([run for _, _, run in runners], tokens, FLAGS.rounds,
+                                    FLAGS.steps, FLAGS.warmup, finish=_block)
 
 
 def _forward_flops_per_token(num_layers, seq_length):

@@ -42,12 +42,12 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import json  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
+from benchmarks.common import timing  # noqa: E402  (the repository root is on the path now)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 32, "Sequences per training step.")
@@ -188,21 +188,11 @@ def _torch_runner(precision, d):
 
 
 def _measure(runners):
-    """Tokens/s of each runner in each interleaved round (best round kept)."""
-    for _, _, run in runners:
-        for _ in range(FLAGS.warmup + 1):  # + 1: tracing / compiling
-            run()
-    rounds = [[] for _ in runners]
-    order = list(enumerate(runners))
-    tokens = FLAGS.batch_size * FLAGS.seq_length * FLAGS.steps
-    for _ in range(FLAGS.rounds):
-        order.reverse()  # alternate who goes first
-        for i, (_, _, run) in order:
-            start = time.perf_counter()
-            for _ in range(FLAGS.steps):
-                run()
-            rounds[i].append(tokens / (time.perf_counter() - start))
-    return [max(r) for r in rounds]
+    """Tokens/s of each runner, the best of its interleaved rounds."""
+    rates = timing.interleaved_rates([run for _, _, run in runners],
+                                     FLAGS.batch_size * FLAGS.seq_length, FLAGS.rounds,
+                                     FLAGS.steps, FLAGS.warmup)
+    return [max(r) for r in rates]
 
 
 def main(argv):
