@@ -95,7 +95,11 @@ def _tree_memory(process):
     import psutil
 
     rss = pss = 0
-    for p in [process] + process.children(recursive=True):
+    try:
+        tree = [process] + process.children(recursive=True)
+    except psutil.Error:  # the run ended between poll() and this call (a zombie, or gone)
+        return rss, pss
+    for p in tree:
         try:
             info = p.memory_full_info()
         except psutil.Error:

@@ -25,6 +25,8 @@ _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _he
 import os
 import sys
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import time  # noqa: E402

@@ -6,6 +6,7 @@ another backend we refuse with a clear message instead of failing deep inside a 
 """
 
 import contextlib
+import logging
 import os
 import re
 import sys
@@ -76,6 +77,12 @@ def _select_tensorflow_backend():
             f"keras_bert needs Keras 3 on the TensorFlow backend, but KERAS_BACKEND="
             f"{requested!r}. Unset KERAS_BACKEND or set KERAS_BACKEND=tensorflow."
         )
+    # Keras imports matplotlib.pyplot. The first import on a machine builds matplotlib's font
+    # cache and logs "generated new fontManager" at INFO, which tools run by absl (root logger
+    # at INFO) would print; only that logger, and only when nobody has set its level.
+    font_log = logging.getLogger("matplotlib.font_manager")
+    if font_log.level == logging.NOTSET:
+        font_log.setLevel(logging.WARNING)
     _load_tensorflow()
     import keras  # noqa: E402  (must follow the environment set-up above)
 
