@@ -82,15 +82,21 @@ class MaskedLMHead(keras.layers.Layer):
 
     def call(self, sequence_output, masked_lm_positions):
         positions = tf.cast(masked_lm_positions, tf.int32)
-        # [batch, seq, hidden] -> [batch, predictions, hidden]
+        # [batch, seq, hidden] -> [batch, predictions, hidden] -> [batch * predictions, hidden]:
+        # two-dimensional matmuls. A [batch, predictions, hidden] x [vocab, hidden]^T batch
+        # matmul broadcasts the table, and its gradient for the table is a [batch, vocab,
+        # hidden] tensor summed over the batch (a third of a BERT-small training step on CPU).
         x = tf.gather(sequence_output, positions, batch_dims=1)
+        x = tf.reshape(x, [-1, self.hidden_size])
         x = self.dense(x)
         if self._activation is not None:
             x = self._activation(x)
         x = tf.cast(layer_norm_float32(x, self.layer_norm), self.compute_dtype)
         table = tf.cast(self.decoder_table, self.compute_dtype)
-        logits = tf.matmul(x, table, transpose_b=True)  # [batch, predictions, vocab]
-        return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+        logits = tf.matmul(x, table, transpose_b=True)  # [batch * predictions, vocab]
+        logits = tf.nn.bias_add(tf.cast(logits, tf.float32),
+                                tf.cast(self.output_bias, tf.float32))
+        return tf.reshape(logits, tf.concat([tf.shape(positions), [self.vocab_size]], 0))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return tuple(masked_lm_positions_shape) + (self.vocab_size,)

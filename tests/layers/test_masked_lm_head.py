@@ -50,3 +50,27 @@ def test_embeddings_of_another_size_are_refused():
     with pytest.raises(ValueError, match=r"MaskedLMHead\(11, 8\) cannot tie to embeddings of "
                                          r"vocab_size=12, hidden_size=8"):
         MaskedLMHead(vocab_size=11, hidden_size=8, embeddings=embeddings)
+
+
+def test_decoding_and_its_gradients_are_two_dimensional_matmuls():
+    """A [batch, predictions, hidden] x [vocab, hidden]^T batch matmul broadcasts the table:
+    its gradient for the table is a [batch, vocab, hidden] tensor summed over the batch (a
+    third of a BERT-small pre-training step on CPU). Every matmul here must be a MatMul."""
+    embeddings = BertEmbeddings(vocab_size=11, hidden_size=8, max_position_embeddings=16)
+    embeddings((np.zeros((1, 3), "int32"), np.zeros((1, 3), "int32")))
+    head = MaskedLMHead(vocab_size=11, hidden_size=8, embeddings=embeddings)
+    head(SEQUENCE, POSITIONS)
+
+    @tf.function
+    def gradients(sequence, positions):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(head(sequence, positions) ** 2)
+        return tape.gradient(loss, head.trainable_variables + embeddings.trainable_variables)
+
+    graph = gradients.get_concrete_function(
+        tf.TensorSpec([None, None, 8]), tf.TensorSpec([None, None], tf.int32)).graph
+    op_types = {op.type for op in graph.get_operations()}
+    for function in graph._functions.values():  # the gradient's own function bodies, if any
+        op_types |= {node.op for node in function.definition.node_def}
+    assert "MatMul" in op_types
+    assert not op_types & {"BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"}
