@@ -61,7 +61,11 @@ flags.DEFINE_bool("ceiling", True, "Also measure TF's square-matmul GFLOP/s per 
                   "report each forward pass as a percentage of it.")
 flags.DEFINE_integer("ceiling_size", 4096, "Side of the square matmul for --ceiling.")
 
-_BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+# BERT as Google released it: GELU is the tanh approximation (google-research/bert's
+# modeling.gelu; keras_bert's registry sizes are "gelu_tanh"; keras-hub's BertBackbone uses
+# gelu_approximate; Hugging Face: "gelu_pytorch_tanh"). The erf form costs more.
+_BASE = dict(hidden_act="gelu_tanh",
+             vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
              intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
 _POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
 
@@ -130,7 +134,8 @@ def _torch_runners(precision, peers, ids, mask, types):
         torch.set_num_threads(FLAGS.threads)
     config = transformers.BertConfig(
         vocab_size=_BASE["vocab_size"], hidden_size=768, num_hidden_layers=FLAGS.num_layers,
-        num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
+        num_attention_heads=12, intermediate_size=3072,
+        hidden_act="gelu_pytorch_tanh",
         attn_implementation="sdpa")
     model = transformers.BertModel(config).eval()
     if precision == "mixed_bfloat16":

@@ -53,7 +53,11 @@ flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat1
 flags.DEFINE_list("xla", ["off"], "jit_compile settings for the Keras models: on, off.")
 flags.DEFINE_list("peers", ["keras_hub", "hf_torch"], "Peers to measure: keras_hub, hf_torch.")
 
-_BASE = dict(vocab_size=30522, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
+# BERT as Google released it: GELU is the tanh approximation (google-research/bert's
+# modeling.gelu; keras_bert's registry sizes are "gelu_tanh"; keras-hub's BertBackbone uses
+# gelu_approximate; Hugging Face: "gelu_pytorch_tanh"). The erf form costs more.
+_BASE = dict(hidden_act="gelu_tanh",
+             vocab_size=30522, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
              max_position_embeddings=512, type_vocab_size=2)
 _POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16"}
 
@@ -115,7 +119,8 @@ def _torch_runner(precision, ids, mask, types, labels):
 
     config = transformers.BertConfig(
         vocab_size=_BASE["vocab_size"], hidden_size=768, num_hidden_layers=FLAGS.num_layers,
-        num_attention_heads=12, intermediate_size=3072, hidden_act="gelu", num_labels=2,
+        num_attention_heads=12, intermediate_size=3072, num_labels=2,
+        hidden_act="gelu_pytorch_tanh",
         attn_implementation="sdpa")
     model = transformers.BertForSequenceClassification(config).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01, eps=1e-6)

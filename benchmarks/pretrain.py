@@ -109,7 +109,9 @@ def _keras_runners(precision, d):
     runners = []
     for xla in FLAGS.xla:
         jit = xla == "on"
-        config = BertConfig(vocab_size=VOCAB, **_sizes())
+        # Google's GELU, the tanh approximation, as keras-hub's BertBackbone and the torch
+        # peer ("gelu_pytorch_tanh") compute it; keras_bert's registry sizes are "gelu_tanh".
+        config = BertConfig(vocab_size=VOCAB, hidden_act="gelu_tanh", **_sizes())
         ours = BertPretrainer(BertEncoder(config, dtype=policy))
         loop = PretrainingLoop(ours, create_optimizer(1e-4, 10_000, num_warmup_steps=100),
                                global_batch_size=len(d["ids"]), jit_compile=jit)
@@ -157,7 +159,7 @@ def _torch_runner(precision, d):
         vocab_size=VOCAB, hidden_size=sizes["hidden_size"],
         num_hidden_layers=sizes["num_hidden_layers"],
         num_attention_heads=sizes["num_attention_heads"],
-        intermediate_size=sizes["intermediate_size"], hidden_act="gelu",
+        intermediate_size=sizes["intermediate_size"], hidden_act="gelu_pytorch_tanh",
         attn_implementation="sdpa")
     model = transformers.BertForMaskedLM(config).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
