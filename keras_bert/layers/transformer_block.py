@@ -5,7 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
-from keras_bert.layers import activations
+from keras_bert.layers import activations, fused
 from keras_bert.layers.arguments import check_layer_kwargs
 
 # Added to attention scores of padding positions, as in Google's modeling.py.
@@ -29,6 +29,9 @@ class TransformerBlock(keras.layers.Layer):
     over all ``batch * seq`` tokens (TensorFlow's oneDNN rewrite fuses the matmul with its
     bias and with the GELU of the intermediate layer), and the attention scores are written
     as ``matmul * scale + mask_bias``, which it fuses into one batched matmul in float32.
+    While training, the element-wise chains between the matmuls (softmax and dropout of the
+    attention probabilities; dropout, residual sum and LayerNorm; GELU), and their
+    gradients, run as small XLA-compiled kernels (`keras_bert.layers.fused`), the same math.
 
     Example:
 
@@ -136,11 +139,37 @@ class TransformerBlock(keras.layers.Layer):
         if scale != 1.0:
             scores = scores * scale
         scores = scores + mask_bias[:, tf.newaxis, tf.newaxis, :]
-        probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
-        probs = self.attention_probs_dropout(probs, training=training)
+        if self._fused(training):
+            probs = fused.softmax_dropout(scores, self.attention_probs_dropout, training,
+                                          self.compute_dtype)
+        else:
+            probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+            probs = self.attention_probs_dropout(probs, training=training)
         context = tf.matmul(probs, v)  # [batch, heads, seq, head_size]
         context = tf.transpose(context, [0, 2, 1, 3])  # [batch, seq, heads, head_size]
         return tf.reshape(context, [batch * seq, self.hidden_size])
+
+    def _fused(self, training):
+        # Training steps run the element-wise chains as fused kernels (layers/fused.py);
+        # inference keeps the plain ops, which TensorFlow fuses with the matmuls.
+        return fused.ENABLED and isinstance(training, bool) and training
+
+    def _add_norm(self, branch, residual, dropout, norm, training):
+        # norm(residual + dropout(branch)), the sum and LayerNorm in float32.
+        if self._fused(training):
+            y = fused.dropout_add_layer_norm(branch, residual, dropout, norm, training)
+            return tf.cast(y, self.compute_dtype)
+        branch = dropout(branch, training=training)
+        # LayerNormalization computes in float32 for float32 input and returns the compute
+        # dtype.
+        return norm(tf.cast(residual, tf.float32) + tf.cast(branch, tf.float32))
+
+    def _activate(self, hidden, training):
+        if self._activation is None:
+            return hidden
+        if self._fused(training) and self.hidden_act in ("gelu", "gelu_tanh"):
+            return fused.gelu(hidden, approximate=self.hidden_act == "gelu_tanh")
+        return self._activation(hidden)
 
     def call(self, inputs, training=None):
         x, input_mask = inputs
@@ -148,15 +177,11 @@ class TransformerBlock(keras.layers.Layer):
         x = tf.reshape(tf.cast(x, self.compute_dtype), [batch * seq, self.hidden_size])
         context = self._self_attention(x, input_mask, batch, seq, training)
         attention = self.attention_output(context)  # [batch * seq, hidden]
-        attention = self.attention_output_dropout(attention, training=training)
-        # Residual sums in float32; LayerNormalization computes in float32 for float32 input
-        # and returns the compute dtype.
-        x = self.attention_layer_norm(tf.cast(x, tf.float32) + tf.cast(attention, tf.float32))
-        hidden = self.intermediate(x)  # [batch * seq, intermediate]
-        if self._activation is not None:
-            hidden = self._activation(hidden)
-        ffn = self.output_dropout(self.output_dense(hidden), training=training)
-        y = self.output_layer_norm(tf.cast(x, tf.float32) + tf.cast(ffn, tf.float32))
+        x = self._add_norm(attention, x, self.attention_output_dropout,
+                           self.attention_layer_norm, training)
+        hidden = self._activate(self.intermediate(x), training)  # [batch * seq, intermediate]
+        y = self._add_norm(self.output_dense(hidden), x, self.output_dropout,
+                           self.output_layer_norm, training)
         return tf.reshape(y, [batch, seq, self.hidden_size])
 
     def compute_output_shape(self, input_shape):
