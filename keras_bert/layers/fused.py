@@ -175,16 +175,9 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _TANH_COEFF = 0.044715
 
 
-def _gelu_float32(x, approximate):
-    if approximate:
-        inner = _SQRT_2_OVER_PI * (x + _TANH_COEFF * x * x * x)
-        return 0.5 * x * (1.0 + tf.tanh(inner))
-    return 0.5 * x * (1.0 + tf.math.erf(x * (1.0 / math.sqrt(2.0))))
-
-
 @tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
 def _gelu_forward(x, approximate):
-    return tf.cast(_gelu_float32(tf.cast(x, tf.float32), approximate), x.dtype)
+    return tf.cast(tf.nn.gelu(tf.cast(x, tf.float32), approximate=approximate), x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
