@@ -14,7 +14,8 @@ class MaskedLMHead(keras.layers.Layer):
 
     ``sequence_output`` ``[batch, seq, hidden]`` is gathered at ``masked_lm_positions``
     ``[batch, predictions]`` first (vocabulary logits are never computed for the other
-    positions), then transformed (dense ``hidden -> hidden``, the encoder's activation,
+    positions; without ``masked_lm_positions`` its rows are those positions already, as
+    ``BertEncoder(..., output_positions=masked_lm_positions)`` returns them), then transformed (dense ``hidden -> hidden``, the encoder's activation,
     LayerNorm) and decoded with the word-embedding table, transposed, plus a bias per token:
     logits ``[batch, predictions, vocab_size]`` in float32.
 
@@ -80,13 +81,16 @@ class MaskedLMHead(keras.layers.Layer):
         """The [vocab_size, hidden_size] table the logits are decoded with."""
         return self.embeddings.word_embeddings if self.embeddings is not None else self.decoder
 
-    def call(self, sequence_output, masked_lm_positions):
-        positions = tf.cast(masked_lm_positions, tf.int32)
+    def call(self, sequence_output, masked_lm_positions=None):
         # [batch, seq, hidden] -> [batch, predictions, hidden] -> [batch * predictions, hidden]:
         # two-dimensional matmuls. A [batch, predictions, hidden] x [vocab, hidden]^T batch
         # matmul broadcasts the table, and its gradient for the table is a [batch, vocab,
         # hidden] tensor summed over the batch (a third of a BERT-small training step on CPU).
-        x = tf.gather(sequence_output, positions, batch_dims=1)
+        if masked_lm_positions is None:
+            x = sequence_output
+        else:
+            x = tf.gather(sequence_output, tf.cast(masked_lm_positions, tf.int32), batch_dims=1)
+        prediction_shape = tf.shape(x)[:2]
         x = tf.reshape(x, [-1, self.hidden_size])
         x = self.dense(x)
         if self._activation is not None:
@@ -96,9 +100,11 @@ class MaskedLMHead(keras.layers.Layer):
         logits = tf.matmul(x, table, transpose_b=True)  # [batch * predictions, vocab]
         logits = tf.nn.bias_add(tf.cast(logits, tf.float32),
                                 tf.cast(self.output_bias, tf.float32))
-        return tf.reshape(logits, tf.concat([tf.shape(positions), [self.vocab_size]], 0))
+        return tf.reshape(logits, tf.concat([prediction_shape, [self.vocab_size]], 0))
 
-    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape=None):
+        if masked_lm_positions_shape is None:
+            return tuple(sequence_output_shape[:2]) + (self.vocab_size,)
         return tuple(masked_lm_positions_shape) + (self.vocab_size,)
 
     def canonical_variables(self):

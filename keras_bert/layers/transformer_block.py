@@ -122,9 +122,10 @@ class TransformerBlock(keras.layers.Layer):
         x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
         return tf.transpose(x, [0, 2, 1, 3])
 
-    def _self_attention(self, x, input_mask, batch, seq, training):
-        # x: [batch * seq, hidden] -> context [batch * seq, hidden]
-        q = self._heads(self.query(x), batch, seq)
+    def _self_attention(self, x_q, x, input_mask, batch, q_len, seq, training):
+        # x_q: [batch * q_len, hidden] queries; x: [batch * seq, hidden] keys and values
+        # -> context [batch * q_len, hidden]
+        q = self._heads(self.query(x_q), batch, q_len)
         k = self._heads(self.key(x), batch, seq)
         v = self._heads(self.value(x), batch, seq)
         # input_mask [batch, seq] -> additive bias [batch, 1, 1, seq], in float32.
@@ -133,7 +134,7 @@ class TransformerBlock(keras.layers.Layer):
         if q.dtype == tf.float16:
             # float16 overflows at 65504: scale the query before the product instead.
             q, scale = q * tf.cast(scale, q.dtype), 1.0
-        # [batch, heads, seq, seq] in float32. Written as matmul, then * scale, then + bias
+        # [batch, heads, q_len, seq] in float32. Written as matmul, then * scale, then + bias
         # so that oneDNN fuses the three into one kernel in float32.
         scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
         if scale != 1.0:
@@ -145,9 +146,9 @@ class TransformerBlock(keras.layers.Layer):
         else:
             probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
             probs = self.attention_probs_dropout(probs, training=training)
-        context = tf.matmul(probs, v)  # [batch, heads, seq, head_size]
-        context = tf.transpose(context, [0, 2, 1, 3])  # [batch, seq, heads, head_size]
-        return tf.reshape(context, [batch * seq, self.hidden_size])
+        context = tf.matmul(probs, v)  # [batch, heads, q_len, head_size]
+        context = tf.transpose(context, [0, 2, 1, 3])  # [batch, q_len, heads, head_size]
+        return tf.reshape(context, [batch * q_len, self.hidden_size])
 
     def _fused(self, training):
         # Training steps run the element-wise chains as fused kernels (layers/fused.py);
@@ -171,21 +172,43 @@ class TransformerBlock(keras.layers.Layer):
             return fused.gelu(hidden, approximate=self.hidden_act == "gelu_tanh")
         return self._activation(hidden)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, output_positions=None):
+        """``output_positions``: None for every position's output, or only some of them:
+        an int ``n`` (the first ``n``) or an int tensor ``[batch, positions]`` of indices.
+        Keys and values still come from every position, so those rows are exactly the
+        full output's; the other rows are never computed (queries, attention output,
+        feed-forward and LayerNorms run on the chosen rows only)."""
         x, input_mask = inputs
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        x = tf.reshape(tf.cast(x, self.compute_dtype), [batch * seq, self.hidden_size])
-        context = self._self_attention(x, input_mask, batch, seq, training)
-        attention = self.attention_output(context)  # [batch * seq, hidden]
-        x = self._add_norm(attention, x, self.attention_output_dropout,
+        x = tf.cast(x, self.compute_dtype)
+        if output_positions is None:
+            x_q = None
+        elif isinstance(output_positions, int):
+            x_q = x[:, :output_positions]
+        else:
+            x_q = tf.gather(x, tf.cast(output_positions, tf.int32), batch_dims=1)
+        x = tf.reshape(x, [batch * seq, self.hidden_size])
+        if x_q is None:
+            x_q, q_len = x, seq
+        else:
+            q_len = tf.shape(x_q)[1]
+            x_q = tf.reshape(x_q, [batch * q_len, self.hidden_size])
+        context = self._self_attention(x_q, x, input_mask, batch, q_len, seq, training)
+        attention = self.attention_output(context)  # [batch * q_len, hidden]
+        x = self._add_norm(attention, x_q, self.attention_output_dropout,
                            self.attention_layer_norm, training)
-        hidden = self._activate(self.intermediate(x), training)  # [batch * seq, intermediate]
+        hidden = self._activate(self.intermediate(x), training)  # [batch * q_len, intermediate]
         y = self._add_norm(self.output_dense(hidden), x, self.output_dropout,
                            self.output_layer_norm, training)
-        return tf.reshape(y, [batch, seq, self.hidden_size])
+        return tf.reshape(y, [batch, q_len, self.hidden_size])
 
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape[0])
+    def compute_output_spec(self, inputs, training=None, output_positions=None):
+        batch, seq = inputs[0].shape[0], inputs[0].shape[1]
+        if isinstance(output_positions, int):
+            seq = output_positions if seq is None else min(output_positions, seq)
+        elif output_positions is not None:
+            seq = output_positions.shape[1]
+        return keras.KerasTensor((batch, seq, self.hidden_size), dtype=self.compute_dtype)
 
     def canonical_variables(self):
         """Variables by their names in Google's checkpoints, relative to ``layer_N/``."""

@@ -98,7 +98,8 @@ class BertClassifier(Task):
         self.dropout = check_rate("dropout", dropout)
         self.activation = keras.activations.get(activation)
         inputs = encoder.input
-        pooled = encoder(inputs)["pooled_output"]  # [batch, hidden]
+        # The last block computes the [CLS] row only: the pooler reads no other.
+        pooled = encoder(inputs, output_positions=1)["pooled_output"]  # [batch, hidden]
         x = keras.layers.Dropout(self.dropout, dtype=encoder.dtype_policy,
                                  name="output_dropout")(pooled)
         self.logits = keras.layers.Dense(

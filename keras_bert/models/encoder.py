@@ -51,6 +51,22 @@ class BertEncoder(PresetMixin, keras.Model):
     >>> len(outputs["encoder_outputs"])
     2
 
+    Heads that read only some positions say which: ``encoder(inputs,
+    output_positions=positions)`` (int ``[batch, positions]`` indices, or an int ``n`` for the
+    first ``n``) runs the last block at those rows (and [CLS]) only, its keys and values still
+    from every position, and returns ``sequence_output`` ``[batch, positions, hidden]`` (those
+    rows of the full output) and ``pooled_output``. `BertClassifier` and
+    `BertMultipleChoice` ask for [CLS] alone, `BertPretrainer` for the masked positions: the
+    same results, one block's work less.
+
+    >>> rows = encoder({"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+    ...                 "input_type_ids": np.zeros_like(ids)},
+    ...                output_positions=np.array([[1, 2]], "int32"))
+    >>> rows["sequence_output"].shape
+    TensorShape([1, 2, 32])
+    >>> bool(np.allclose(rows["sequence_output"], outputs["sequence_output"][:, 1:3], atol=1e-6))
+    True
+
     Real weights come from a preset: ``BertEncoder.from_preset("base")`` (a name from
     ``keras_bert.presets()``, or a checkpoint directory or zip); ``encoder.save_to_preset(dir)``
     writes config, vocabulary and weights in a layout ``from_preset(dir)`` loads back.
@@ -67,7 +83,9 @@ class BertEncoder(PresetMixin, keras.Model):
     Raises:
         ValueError: a missing key; a rank other than 2; shapes that differ (naming the three,
             e.g. a 1-row ``input_mask`` is not broadcast over a batch); values out of range;
-            sequences of 0 tokens or longer than ``max_position_embeddings``.
+            sequences of 0 tokens or longer than ``max_position_embeddings``;
+            ``output_positions`` that are not an int >= 1 or ``[batch, positions]`` indices
+            in ``[0, seq)`` for the same batch.
         TypeError: inputs that are not a dict, float, string or bool ids.
         tf.errors.InvalidArgumentError: inside a graph (``tf.function``, ``fit``, an export),
             values out of range or shapes the traced ones leave unknown and that differ at
@@ -145,9 +163,82 @@ class BertEncoder(PresetMixin, keras.Model):
         self.do_lower_case = None
         self.preset_name = None
 
+    # ------------------------------------------------------------ outputs at some positions
+    def __call__(self, inputs, *args, output_positions=None, **kwargs):
+        inputs = self._checked_inputs(inputs)
+        if output_positions is not None:
+            kwargs["output_positions"] = self._checked_positions(output_positions, inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def call(self, inputs, training=None, mask=None, output_positions=None):
+        if output_positions is None:
+            return super().call(inputs, training=training, mask=mask)
+        # The graph above with the last block run at the chosen rows only (and [CLS]).
+        ids, input_mask, type_ids = (inputs[name] for name in INPUT_NAMES)
+        x = self.embeddings((ids, type_ids), training=training)
+        for block in self.transformer_blocks[:-1]:
+            x = block((x, input_mask), training=training)
+        last = self.transformer_blocks[-1]
+        if isinstance(output_positions, int):  # the first n rows, [CLS] among them
+            sequence = last((x, input_mask), training=training, output_positions=output_positions)
+            cls = sequence
+        else:
+            rows = tf.concat([tf.zeros_like(output_positions[:, :1]), output_positions], axis=1)
+            rows = last((x, input_mask), training=training, output_positions=rows)
+            cls, sequence = rows[:, :1], rows[:, 1:]
+        return {"sequence_output": sequence, "pooled_output": self.pooler(cls)}
+
+    def compute_output_spec(self, inputs, training=None, mask=None, output_positions=None):
+        if output_positions is None:
+            return super().compute_output_spec(inputs, training=training, mask=mask)
+        batch, seq = inputs["input_word_ids"].shape
+        if isinstance(output_positions, int):
+            rows = output_positions if seq is None else min(output_positions, seq)
+        else:
+            rows = output_positions.shape[1]
+        dtype = self.dtype_policy.compute_dtype
+        hidden = self.bert_config.hidden_size
+        return {"sequence_output": keras.KerasTensor((batch, rows, hidden), dtype=dtype),
+                "pooled_output": keras.KerasTensor((batch, hidden), dtype=dtype)}
+
+    def _checked_positions(self, positions, inputs):
+        """``output_positions`` checked like the inputs: an int >= 1, or integer
+        ``[batch, positions]`` indices in ``[0, seq)`` for the same batch."""
+        where = "BertEncoder: output_positions"
+        if isinstance(positions, (bool, np.bool_)) or (
+                isinstance(positions, (int, np.integer)) and positions < 1):
+            raise ValueError(f"{where} must be an int >= 1 (the first n positions) or "
+                             f"[batch, positions] indices; got {positions!r}")
+        if isinstance(positions, (int, np.integer)):
+            return int(positions)
+        ids = inputs["input_word_ids"]
+        if isinstance(positions, keras.KerasTensor):
+            tensor = positions
+        else:
+            tensor = checks.integer_tensor(positions, where)
+        shape = tf.TensorShape(tensor.shape)
+        if shape.rank != 2:
+            raise ValueError(f"{where} must be [batch, positions]; got shape "
+                             f"{tuple(shape.as_list()) if shape.rank is not None else '?'}")
+        if (isinstance(positions, keras.KerasTensor)
+                or isinstance(ids, keras.KerasTensor)):
+            return tensor
+        assertions = checks.same_dims([tensor, ids], ["output_positions", "input_word_ids"], 0,
+                                      "batch size", "BertEncoder")
+        seq = ids.shape[1]
+        if seq is not None:
+            assertions += checks.values_in(tensor, "output_positions", 0, seq, "BertEncoder",
+                                           " (the sequence length)")
+        else:
+            seq = tf.shape(ids, out_type=tf.int64)[1]
+            flat = tf.cast(tf.reshape(tensor, [-1]), tf.int64)
+            assertions.append(tf.debugging.Assert(
+                tf.reduce_all((flat >= 0) & (flat < seq)),
+                [f"{where} must be in [0, seq_length); seq_length is", seq,
+                 "and it holds values from", tf.reduce_min(flat), "to", tf.reduce_max(flat)]))
+        return checks.after(assertions, tf.cast(tensor, "int32"))
+
     # ------------------------------------------------------------ inputs
-    def __call__(self, inputs, *args, **kwargs):
-        return super().__call__(self._checked_inputs(inputs), *args, **kwargs)
 
     def _checked_inputs(self, inputs):
         """The three inputs, checked as the class docstring says: static facts at once

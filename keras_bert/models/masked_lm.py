@@ -23,7 +23,10 @@ def _mlm_graph(encoder):
     config = encoder.bert_config
     inputs = dict(encoder.input)
     inputs[POSITIONS] = keras.Input(shape=(None,), dtype="int32", name=POSITIONS)
-    outputs = encoder({k: v for k, v in inputs.items() if k != POSITIONS})
+    # The last block runs at the masked positions (and [CLS], for the pooled output) only:
+    # no other row of its output is read, so none is computed.
+    outputs = encoder({k: v for k, v in inputs.items() if k != POSITIONS},
+                      output_positions=inputs[POSITIONS])
     head = MaskedLMHead(
         vocab_size=config.vocab_size,
         hidden_size=config.hidden_size,
@@ -35,7 +38,7 @@ def _mlm_graph(encoder):
         name="mlm_head",
     )
     # [batch, predictions, vocab_size], float32
-    logits = head(outputs["sequence_output"], inputs[POSITIONS])
+    logits = head(outputs["sequence_output"])
     return inputs, outputs, logits, head
 
 

@@ -46,7 +46,8 @@ class BertMultipleChoice(Task):
                   for name in INPUT_NAMES}
         # [batch, choices, seq] -> [batch * choices, seq]
         flat = {name: FlattenChoices(name=f"flatten_{name}")(t) for name, t in inputs.items()}
-        pooled = encoder(flat)["pooled_output"]  # [batch * choices, hidden]
+        # The last block computes the [CLS] row only: the pooler reads no other.
+        pooled = encoder(flat, output_positions=1)["pooled_output"]  # [batch * choices, hidden]
         x = keras.layers.Dropout(self.dropout, dtype=encoder.dtype_policy,
                                  name="output_dropout")(pooled)
         self.score = keras.layers.Dense(

@@ -165,3 +165,48 @@ def test_shared_checks():
     mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], "int32")
     check_layer(TransformerBlock(hidden_size=8, num_attention_heads=2, intermediate_size=16),
                 {"x": x, "mask": mask}, call=lambda block, i: block((i["x"], i["mask"])))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_output_positions_are_those_rows_of_the_full_output(training):
+    # No dropout, so training=True runs the fused kernels with the same math.
+    block = TransformerBlock(32, 4, 64, dropout=0.0, attention_dropout=0.0)
+    x, mask = _inputs(batch=3, seq=11)
+    positions = np.array([[0, 6, 10, 6], [3, 3, 1, 9], [0, 1, 2, 8]], "int32")
+    x_var = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        full = block((x_var, mask), training=training)
+        rows = block((x_var, mask), training=training, output_positions=positions)
+        first = block((x_var, mask), training=training, output_positions=2)
+        weights = tf.constant(np.random.default_rng(3).normal(size=rows.shape), tf.float32)
+        want_loss = tf.reduce_sum(tf.gather(full, positions, batch_dims=1) * weights)
+        got_loss = tf.reduce_sum(rows * weights)
+    assert rows.shape == (3, 4, 32) and first.shape == (3, 2, 32)
+    np.testing.assert_allclose(rows, np.take_along_axis(full.numpy(), positions[..., None], 1),
+                               atol=1e-5)
+    np.testing.assert_allclose(first, full[:, :2], atol=1e-5)
+    # Keys and values still come from every row: the gradients are the full path's.
+    sources = [x_var] + block.trainable_variables
+    for want, got, var in zip(tape.gradient(want_loss, sources), tape.gradient(got_loss, sources),
+                              ["x"] + [v.path for v in block.trainable_variables]):
+        if "key/bias" in str(var):  # zero up to rounding: softmax ignores a per-row shift
+            continue
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4, err_msg=str(var))
+
+
+def test_output_positions_in_a_graph_and_symbolically():
+    block = TransformerBlock(32, 4, 64)
+    fn = tf.function(
+        lambda x, m, p: block((x, m), output_positions=p),
+        input_signature=[tf.TensorSpec([None, None, 32]), tf.TensorSpec([None, None], tf.int32),
+                         tf.TensorSpec([None, None], tf.int32)],
+    )
+    x, mask = _inputs(batch=2, seq=6)
+    positions = np.array([[5], [2]], "int32")
+    np.testing.assert_allclose(fn(x, mask, positions),
+                               np.take_along_axis(block((x, mask)).numpy(), positions[..., None],
+                                                  1), atol=1e-5)
+    inputs = (keras.Input((None, 32)), keras.Input((None,), dtype="int32"))
+    assert block(inputs, output_positions=keras.Input((3,), dtype="int32")).shape == (None, 3, 32)
+    assert block(inputs, output_positions=1).shape == (None, 1, 32)
+    assert block(inputs).shape == (None, None, 32)

@@ -315,3 +315,56 @@ def test_symbolic_inputs_and_nested_models(tmp_path):
                   "input_type_ids": keras.Input(batch_shape=(2, 5), dtype="int32")}
     with pytest.raises(ValueError, match=r"input_mask \(1, 5\)"):
         encoder(mismatched)
+
+
+def test_output_positions_compute_those_rows_and_the_pooled_output():
+    encoder = _small_encoder()
+    x = _inputs(40, seq=5)
+    full = encoder(x)
+    positions = np.array([[4, 0], [1, 1], [3, 2]], "int32")
+    rows = encoder(x, output_positions=positions)
+    assert sorted(rows) == ["pooled_output", "sequence_output"]
+    np.testing.assert_allclose(
+        rows["sequence_output"],
+        np.take_along_axis(full["sequence_output"].numpy(), positions[..., None], 1), atol=1e-6)
+    np.testing.assert_allclose(rows["pooled_output"], full["pooled_output"], atol=1e-6)
+    first = encoder(x, output_positions=1)
+    assert first["sequence_output"].shape == (3, 1, 16)
+    np.testing.assert_allclose(first["pooled_output"], full["pooled_output"], atol=1e-6)
+    # Inside a model: positions as a second input, checked where they enter.
+    inputs = {k: keras.Input(shape=(None,), dtype="int32", name=k) for k in x}
+    where = keras.Input(shape=(None,), dtype="int32", name="where")
+    outer = keras.Model([inputs, where], encoder(inputs, output_positions=where)["sequence_output"])
+    assert outer.output.shape == (None, None, 16)
+    np.testing.assert_allclose(outer([x, positions]), rows["sequence_output"], atol=1e-6)
+    with pytest.raises(ValueError, match=r"output_positions must be in \[0, 5\) \(the "
+                                         r"sequence length\); it holds 5"):
+        outer([x, np.full((3, 2), 5, "int32")])
+
+
+def test_output_positions_errors():
+    encoder = _small_encoder()
+    x = _tiny_inputs()
+    for bad in (0, -2, True):
+        with pytest.raises(ValueError, match=r"output_positions must be an int >= 1 \(the first "
+                                             rf"n positions\) or \[batch, positions\] indices; "
+                                             rf"got {bad!r}"):
+            encoder(x, output_positions=bad)
+    with pytest.raises(ValueError, match=r"output_positions must be \[batch, positions\]; got "
+                                         r"shape \(2,\)"):
+        encoder(x, output_positions=np.array([1, 2]))
+    with pytest.raises(TypeError, match="output_positions must hold integer ids, got dtype float"):
+        encoder(x, output_positions=np.ones((3, 1)))
+    with pytest.raises(ValueError, match="the batch sizes differ: output_positions has 2, "
+                                         "input_word_ids has 3"):
+        encoder(x, output_positions=np.ones((2, 1), "int32"))
+    with pytest.raises(ValueError, match="it holds -1"):
+        encoder(x, output_positions=np.full((3, 1), -1, "int32"))
+    spec = {k: tf.TensorSpec([None, None], tf.int32) for k in x}
+    graph = tf.function(lambda x, p: encoder(x, output_positions=p)["sequence_output"],
+                        input_signature=[spec, tf.TensorSpec([None, None], tf.int32)])
+    assert graph(x, np.zeros((3, 2), "int32")).shape == (3, 2, 16)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"output_positions must be in \[0, seq_length\); seq_length is\] "
+                             r"\[5\] \[and it holds values from\] \[0\] \[to\] \[7\]"):
+        graph(x, np.array([[0], [7], [1]], "int32"))

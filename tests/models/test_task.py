@@ -11,7 +11,7 @@ from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.models.task_data import TaskInputError
 from keras_bert.training import AdamW, LinearWarmupDecay
 from tests import keras_files
-from tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder  # tests/models/tiny.py
+from tiny import NEGATIVE, POSITIVE, VOCAB, feed_forward_rows, tiny_encoder  # tests/models/tiny.py
 
 TEXTS = POSITIVE + NEGATIVE
 LABELS = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
@@ -26,6 +26,15 @@ def model():
 
 def _packed(model, texts):
     return {k: v.numpy() for k, v in model.preprocessor(tf.constant(texts)).items()}
+
+
+def test_last_block_computes_only_the_cls_row(model):
+    """The head reads the pooled output alone, so the last block runs on [CLS] only; the
+    logits are those of the full encoder's pooled output."""
+    x = _packed(model, ["a great movie", "dull"])
+    assert feed_forward_rows(model, x) == [2 * 16, 2]  # block 0: every token; block 1: [CLS]
+    pooled = model.encoder(x)["pooled_output"]
+    np.testing.assert_allclose(model(x), model.logits(pooled), atol=1e-6)
 
 
 @pytest.mark.parametrize("form", ["list", "numpy_str", "numpy_object", "pandas", "tensor",

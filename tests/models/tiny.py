@@ -19,3 +19,14 @@ POSITIVE = ["a great movie", "good fun", "a very good film", "great plot", "the 
             "fun and great", "a good movie", "very fun"]
 NEGATIVE = ["a dull movie", "bad plot", "a very boring film", "dull and bad", "the actor is bad",
             "boring", "not good", "a bad film"]
+
+
+def feed_forward_rows(model, inputs, intermediate_size=32):
+    """How many rows each block's intermediate (feed-forward) matmul multiplies, in the
+    inference graph of ``model`` on ``inputs`` (a dict of arrays, shapes fixed)."""
+    import tensorflow as tf
+
+    spec = {k: tf.TensorSpec(v.shape, tf.int32) for k, v in inputs.items()}
+    graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec).graph
+    return [op.outputs[0].shape[0] for op in graph.get_operations()
+            if op.type == "MatMul" and op.outputs[0].shape[-1] == intermediate_size]
