@@ -6,6 +6,8 @@ BERT-base size (L12/H768/A12/I3072, vocab 30522, random weights, 2 classes), bat
 
 * keras_bert: `BertClassifier(BertEncoder(config), 2)` compiled with the original recipe
   (`keras_bert.training.create_optimizer`: AdamW, warm-up + linear decay, clipping 1.0);
+  its last block computes the [CLS] row only, the one its head reads (same logits and
+  gradients; the peers compute every row);
 * keras_hub: `keras_hub.models.BertTextClassifier` on a `BertBackbone` of the same size,
   compiled with `keras.optimizers.AdamW` (clipping 1.0), the same loss;
 * hf_torch: `transformers.BertForSequenceClassification` with `torch.optim.AdamW`, clipping

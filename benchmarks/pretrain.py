@@ -8,7 +8,8 @@ weights), batch 32 x seq 128 with 20 predictions per sequence, for:
   sentence) with the original recipe optimizer (`keras_bert.training.create_optimizer`:
   AdamW, weight decay off for LayerNorm and biases, clipping 1.0), stepped by
   `keras_bert.training.PretrainingLoop.train_step`, the step ``tools/pretrain.py`` runs
-  (``--xla`` sets its ``jit_compile``);
+  (``--xla`` sets its ``jit_compile``); its last block computes only [CLS] and the masked
+  rows, the ones its heads read (same losses and gradients; the peers compute every row);
 * keras_hub: `keras_hub.models.BertMaskedLM` (its head also gathers the masked positions) on
   a `BertBackbone` of the same size, `keras.optimizers.AdamW` with clipping 1.0;
 * hf_torch: `transformers.BertForMaskedLM` with its head applied to the masked positions
