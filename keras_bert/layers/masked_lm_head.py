@@ -15,9 +15,10 @@ class MaskedLMHead(keras.layers.Layer):
     ``sequence_output`` ``[batch, seq, hidden]`` is gathered at ``masked_lm_positions``
     ``[batch, predictions]`` first (vocabulary logits are never computed for the other
     positions; without ``masked_lm_positions`` its rows are those positions already, as
-    ``BertEncoder(..., output_positions=masked_lm_positions)`` returns them), then transformed (dense ``hidden -> hidden``, the encoder's activation,
-    LayerNorm) and decoded with the word-embedding table, transposed, plus a bias per token:
-    logits ``[batch, predictions, vocab_size]`` in float32.
+    ``BertEncoder(..., output_positions=masked_lm_positions)`` returns them), then
+    transformed (dense ``hidden -> hidden``, the encoder's activation, LayerNorm) and decoded
+    with the word-embedding table, transposed, plus a bias per token: logits
+    ``[batch, predictions, vocab_size]`` in float32.
 
     Args:
         vocab_size, hidden_size: sizes of the decoder.

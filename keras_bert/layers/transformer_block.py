@@ -182,17 +182,15 @@ class TransformerBlock(keras.layers.Layer):
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         x = tf.cast(x, self.compute_dtype)
         if output_positions is None:
-            x_q = None
+            rows = x
         elif isinstance(output_positions, int):
-            x_q = x[:, :output_positions]
+            rows = x[:, :output_positions]
         else:
-            x_q = tf.gather(x, tf.cast(output_positions, tf.int32), batch_dims=1)
+            rows = tf.gather(x, tf.cast(output_positions, tf.int32), batch_dims=1)
+        q_len = tf.shape(rows)[1]
         x = tf.reshape(x, [batch * seq, self.hidden_size])
-        if x_q is None:
-            x_q, q_len = x, seq
-        else:
-            q_len = tf.shape(x_q)[1]
-            x_q = tf.reshape(x_q, [batch * q_len, self.hidden_size])
+        # [batch * q_len, hidden]: the rows whose output is computed
+        x_q = x if output_positions is None else tf.reshape(rows, [-1, self.hidden_size])
         context = self._self_attention(x_q, x, input_mask, batch, q_len, seq, training)
         attention = self.attention_output(context)  # [batch * q_len, hidden]
         x = self._add_norm(attention, x_q, self.attention_output_dropout,

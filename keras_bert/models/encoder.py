@@ -220,22 +220,15 @@ class BertEncoder(PresetMixin, keras.Model):
         if shape.rank != 2:
             raise ValueError(f"{where} must be [batch, positions]; got shape "
                              f"{tuple(shape.as_list()) if shape.rank is not None else '?'}")
-        if (isinstance(positions, keras.KerasTensor)
-                or isinstance(ids, keras.KerasTensor)):
+        if isinstance(tensor, keras.KerasTensor) or isinstance(ids, keras.KerasTensor):
             return tensor
         assertions = checks.same_dims([tensor, ids], ["output_positions", "input_word_ids"], 0,
                                       "batch size", "BertEncoder")
-        seq = ids.shape[1]
-        if seq is not None:
-            assertions += checks.values_in(tensor, "output_positions", 0, seq, "BertEncoder",
-                                           " (the sequence length)")
-        else:
-            seq = tf.shape(ids, out_type=tf.int64)[1]
-            flat = tf.cast(tf.reshape(tensor, [-1]), tf.int64)
-            assertions.append(tf.debugging.Assert(
-                tf.reduce_all((flat >= 0) & (flat < seq)),
-                [f"{where} must be in [0, seq_length); seq_length is", seq,
-                 "and it holds values from", tf.reduce_min(flat), "to", tf.reduce_max(flat)]))
+        seq = ids.shape[1]  # known unless a graph leaves it to run time
+        assertions += checks.values_in(
+            tensor, "output_positions", 0, tf.shape(ids)[1] if seq is None else seq,
+            "BertEncoder", "" if seq is None else " (the sequence length)",
+            high_name="seq_length")
         return checks.after(assertions, tf.cast(tensor, "int32"))
 
     # ------------------------------------------------------------ inputs

@@ -175,14 +175,17 @@ def same_dims(tensors, names, axis, what, where):
     return assertions
 
 
-def values_in(x, name, low, high, where, hint=""):
+def values_in(x, name, low, high, where, hint="", high_name=None):
     """Every value of the integer tensor x (dense or ragged) is in [low, high), or an error
     naming `name`, the interval and an offending value.
 
     ValueError at once when x is eager; otherwise returns the assertion (see `same_dims`).
+    In a graph ``high`` may be a scalar tensor known only at run time (a sequence length left
+    unknown by the trace): ``high_name`` names it, and the error prints its value.
     """
     flat = x.flat_values if isinstance(x, tf.RaggedTensor) else x
-    problem = f"{where}: {name} must be in [{low}, {high}){hint}"
+    dynamic = isinstance(high, tf.Tensor)
+    problem = f"{where}: {name} must be in [{low}, {high_name if dynamic else high}){hint}"
     if is_eager(flat):
         if tf.size(flat) == 0:
             return []
@@ -194,6 +197,11 @@ def values_in(x, name, low, high, where, hint=""):
     # An empty tensor gives min = dtype max and max = dtype min, which pass.
     smallest = tf.cast(tf.reduce_min(flat), tf.int64)
     largest = tf.cast(tf.reduce_max(flat), tf.int64)
+    if dynamic:
+        high = tf.cast(high, tf.int64)
+        ok = (smallest >= low) & (largest < high)
+        return [tf.debugging.Assert(ok, [f"{problem}; {high_name} is", high,
+                                         "and it holds values from", smallest, "to", largest])]
     ok = (smallest >= low) & (largest < high)
     return [tf.debugging.Assert(ok, [f"{problem}; it holds values from", smallest, "to", largest])]
 

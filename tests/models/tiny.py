@@ -1,5 +1,7 @@
 """A tiny vocabulary and encoder for the task-model tests."""
 
+import tensorflow as tf
+
 from keras_bert import BertConfig, BertEncoder
 
 WORDS = ("a the movie film great good fun dull bad boring plot actor is was not very "
@@ -24,8 +26,6 @@ NEGATIVE = ["a dull movie", "bad plot", "a very boring film", "dull and bad", "t
 def feed_forward_rows(model, inputs, intermediate_size=32):
     """How many rows each block's intermediate (feed-forward) matmul multiplies, in the
     inference graph of ``model`` on ``inputs`` (a dict of arrays, shapes fixed)."""
-    import tensorflow as tf
-
     spec = {k: tf.TensorSpec(v.shape, tf.int32) for k, v in inputs.items()}
     graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec).graph
     return [op.outputs[0].shape[0] for op in graph.get_operations()
