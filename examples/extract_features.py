@@ -32,7 +32,7 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
     import keras_bert
-    from keras_bert.models.features import extract_features
+    from keras_bert.models.feature_extraction import extract_features
 
     try:
         with open(INPUT_FILE.value, encoding="utf-8") as f:

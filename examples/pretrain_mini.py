@@ -94,7 +94,7 @@ def main(argv):
     import keras_bert  # first: loads TensorFlow quietly
 
     from keras_bert.checkpoints import google
-    from keras_bert.data import pretraining_corpus
+    from keras_bert.data.pretraining import corpus as pretraining_corpus
     from keras_bert.presets import load_preset
     from keras_bert.presets.registry import PRESETS
     from keras_bert.training import pretraining_run

@@ -16,7 +16,7 @@ ROWS = {
     "presets": 2, "checkpoints": 2,
     "models": 3,
     "training": 4, "data": 4,
-    "export": 5,
+    "export": 5, "serving": 5,
 }
 
 # (importing module, imported package) -> why the call-time import is there.

@@ -20,7 +20,7 @@ def test_import_keras_bert_pulls_no_optional_dependency():
 
 
 def test_the_server_package_imports_grpc_only_when_a_server_starts():
-    code = ("import sys, keras_bert.export.server; "
+    code = ("import sys, keras_bert.serving; "
             "print([m for m in ('grpc', 'tensorflow_serving') if m in sys.modules])")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,

@@ -93,8 +93,8 @@ def _progress(stats):
 def main(argv):
     del argv
     import keras_bert  # first: loads TensorFlow quietly
-    from keras_bert.data import pretraining_data
-    from keras_bert.data.pretraining_chunks import PretrainingDataOptions
+    from keras_bert.data.pretraining import create as pretraining_data
+    from keras_bert.data.pretraining.chunks import PretrainingDataOptions
 
     try:
         vocabulary, do_lower_case = _vocabulary(keras_bert)

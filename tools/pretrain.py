@@ -93,7 +93,7 @@ def main(argv):
     from keras_bert.training import distribution  # loads TensorFlow quietly
 
     import keras_bert
-    from keras_bert.data.pretraining_input import PretrainingDataError
+    from keras_bert.data.pretraining.record_input import PretrainingDataError
     from keras_bert.training import pretraining_run
 
     options = pretraining_run.PretrainingOptions(

@@ -88,7 +88,7 @@ def _logging():
 
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
-    logger = logging.getLogger("keras_bert.export.server")
+    logger = logging.getLogger("keras_bert.serving")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False

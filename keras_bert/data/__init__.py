@@ -10,14 +10,14 @@ from keras_bert.data.files import (
     read_examples,
     read_tagging_examples,
 )
-from keras_bert.data.pretraining_chunks import PretrainingDataOptions
-from keras_bert.data.pretraining_data import PretrainingDataStats, create_pretraining_data
-from keras_bert.data.pretraining_records import feature_spec as pretraining_feature_spec
-from keras_bert.data.pretraining_files import PretrainingDataError
+from keras_bert.data.pretraining.chunks import PretrainingDataOptions
+from keras_bert.data.pretraining.create import PretrainingDataStats, create_pretraining_data
+from keras_bert.data.pretraining.records import feature_spec as pretraining_feature_spec
+from keras_bert.data.pretraining.text_files import PretrainingDataError
 from keras_bert.data.sources import load_splits
-from keras_bert.data.squad_examples import SquadExample, read_squad_examples
-from keras_bert.data.squad_features import SquadFeatures, convert_examples_to_features
-from keras_bert.data.squad_metrics import (
+from keras_bert.data.squad.examples import SquadExample, read_squad_examples
+from keras_bert.data.squad.features import SquadFeatures, convert_examples_to_features
+from keras_bert.data.squad.metrics import (
     compute_exact,
     compute_f1,
     evaluate_v1,
@@ -26,7 +26,7 @@ from keras_bert.data.squad_metrics import (
     f1_score,
     normalize_answer,
 )
-from keras_bert.data.squad_predictions import SquadPredictions, compute_predictions
+from keras_bert.data.squad.predictions import SquadPredictions, compute_predictions
 
 __all__ = [
     "DataFileError",

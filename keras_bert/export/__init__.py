@@ -1,6 +1,6 @@
 """SavedModel exports: the encoder in the TF Hub BERT encoder format, the preprocessing model,
 and the end-to-end serving model of a task (`model.export`), in TF Serving's layout; the TF
-Serving-compatible local server is `keras_bert.export.server` (imported only when it runs)."""
+Serving-compatible local server is `keras_bert.serving` (imported only when it runs)."""
 
 from keras_bert.export.encoder import export_encoder
 from keras_bert.export.layout import ExportError, next_version

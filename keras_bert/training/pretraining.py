@@ -47,7 +47,7 @@ class PretrainingLoop:
 
     Batches are dicts of ``input_word_ids``, ``input_mask``, ``input_type_ids``,
     ``masked_lm_positions``, ``masked_lm_ids``, ``masked_lm_weights`` and
-    ``next_sentence_labels`` (`keras_bert.data.pretraining_input`).
+    ``next_sentence_labels`` (`keras_bert.data.pretraining.record_input`).
 
     ``train_loop(iterator, steps)`` runs ``steps`` steps in one `tf.function`;
     ``train_step(batch)`` one step on a given batch (a distributed batch, or with a

@@ -32,9 +32,9 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_bert.data.pretraining_input import (PretrainingDataError, check_tfrecord_files,
+from keras_bert.data.pretraining.record_input import (PretrainingDataError, check_tfrecord_files,
                                                list_files, tfrecord_dataset)
-from keras_bert.data.pretraining_text import DynamicMaskingInput
+from keras_bert.data.pretraining.text_input import DynamicMaskingInput
 from keras_bert.training import distribution
 from keras_bert.training.finetune import write_metrics
 from keras_bert.training.optimization import OPTIMIZERS, create_optimizer

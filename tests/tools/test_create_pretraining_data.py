@@ -9,8 +9,8 @@ import sys
 import pytest
 import tensorflow as tf
 
-from keras_bert.data import pretraining_records
-from tests.data import pretraining_corpus
+from keras_bert.data.pretraining import records as pretraining_records
+from tests.data.pretraining import wiki_corpus as pretraining_corpus
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 
@@ -135,7 +135,7 @@ def test_kill_leaves_no_output_file_and_the_next_run_sweeps(copies, corpus, tmp_
                                                            minilm_path):
     import signal
 
-    from keras_bert.data import pretraining_data
+    from keras_bert.data.pretraining import create as pretraining_data
 
     process = _start_and_stop(copies, tmp_path / "out.tfrecord", signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL

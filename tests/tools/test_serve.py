@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.export.server.clients import (
+from tests.serving.clients import (
     GrpcClient,
     ServerProcess,
     free_port,

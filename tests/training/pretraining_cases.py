@@ -43,7 +43,7 @@ def vocab_file():
 
 def write_wiki_corpus(path, num_documents=6, skip=0):
     """Real Wikipedia articles (gensim's sample), one sentence per line, blank lines between."""
-    from keras_bert.data import pretraining_corpus
+    from keras_bert.data.pretraining import corpus as pretraining_corpus
 
     documents = pretraining_corpus.wikipedia_documents()[skip:skip + num_documents]
     pretraining_corpus.write_corpus(str(path), [d[:40] for d in documents])

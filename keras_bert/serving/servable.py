@@ -1,0 +1,172 @@
+"""One loaded model version: its SavedModel, its signatures, its requests in flight.
+
+A version is AVAILABLE once loaded. When the manager retires it (a newer version took its
+place) it turns UNLOADING, takes no new requests, and is let go (END) when the last request in
+flight on it has finished: TF Serving's states and its availability-preserving unload.
+"""
+
+import os
+import threading
+
+from keras_bert.serving.batching import Batcher
+from keras_bert.serving.errors import ServingError, invalid
+from keras_bert.serving.signatures import Signature
+
+DEFAULT_SIGNATURE = "serving_default"
+
+
+def has_saved_model(path):
+    return any(os.path.isfile(os.path.join(path, name))
+               for name in ("saved_model.pb", "saved_model.pbtxt"))
+
+
+def read_signature_defs(path):
+    """The SignatureDefs of the SavedModel in `path` (its first MetaGraph), by key."""
+    from google.protobuf import text_format
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    pb = os.path.join(path, "saved_model.pb")
+    if os.path.isfile(pb):
+        with open(pb, "rb") as f:
+            saved_model.ParseFromString(f.read())
+    else:
+        with open(os.path.join(path, "saved_model.pbtxt")) as f:
+            text_format.Parse(f.read(), saved_model)
+    return dict(saved_model.meta_graphs[0].signature_def)
+
+
+class Servable:
+    """Version `version` of model `name`, a SavedModel in `path`.
+
+    Args:
+      name, version, path: what it is and where.
+      batching: `BatchingOptions` to batch requests per signature, or None.
+      max_request_batch: most rows one request may have (0: no limit).
+    """
+
+    def __init__(self, name, version, path, batching=None, max_request_batch=0):
+        self.name = name
+        self.version = version
+        self.path = path
+        self.batching = batching
+        self.max_request_batch = max_request_batch
+        self.state = "START"
+        self.error = ""
+        self.signatures = {}
+        self.signature_defs = {}
+        self._loaded = None
+        self._batchers = {}
+        self._in_flight = 0
+        self._lock = threading.Condition()
+
+    def __repr__(self):
+        return f"Servable({self.name!r}, version={self.version}, state={self.state})"
+
+    def load(self):
+        """Loads the SavedModel (tensorflow_text is imported first: its ops must be
+        registered). Raises what loading raised; the state tells the outcome."""
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers the tf.text ops the graphs use)
+
+        self.state = "LOADING"
+        try:
+            if not has_saved_model(self.path):
+                raise FileNotFoundError(f"no saved_model.pb in {self.path}")
+            defs = read_signature_defs(self.path)
+            loaded = tf.saved_model.load(self.path)
+            signatures = {key: Signature(key, function, defs[key])
+                          for key, function in loaded.signatures.items() if key in defs}
+        except Exception as error:
+            self.state, self.error = "END", f"{type(error).__name__}: {error}"
+            raise
+        self._loaded, self.signatures, self.signature_defs = loaded, signatures, defs
+        self.state = "AVAILABLE"
+
+    # ---- requests in flight --------------------------------------------------------------
+    def acquire(self):
+        with self._lock:
+            if self.state != "AVAILABLE":
+                raise ServingError("UNAVAILABLE", f"version {self.version} of model "
+                                   f"{self.name!r} is {self.state.lower()}")
+            self._in_flight += 1
+
+    def release(self):
+        with self._lock:
+            self._in_flight -= 1
+            finish = self.state == "UNLOADING" and self._in_flight == 0
+        if finish:
+            self._finish()
+
+    @property
+    def in_flight(self):
+        return self._in_flight
+
+    def retire(self):
+        """Takes no new requests; unloads once those in flight are done."""
+        with self._lock:
+            if self.state != "AVAILABLE":
+                return
+            self.state = "UNLOADING"
+            finish = self._in_flight == 0
+        if finish:
+            self._finish()
+
+    def wait_unloaded(self, timeout=None):
+        with self._lock:
+            return self._lock.wait_for(lambda: self.state == "END", timeout)
+
+    def _finish(self):
+        for batcher in list(self._batchers.values()):
+            batcher.stop()
+        with self._lock:
+            self._batchers = {}
+            self._loaded = None
+            self.signatures = {}
+            self.state = "END"
+            self._lock.notify_all()
+
+    # ---- prediction ----------------------------------------------------------------------
+    def signature(self, name):
+        """The signature `name` (empty: ``serving_default``); FAILED_PRECONDITION, as TF
+        Serving answers, when there is none of that name."""
+        name = name or DEFAULT_SIGNATURE
+        try:
+            return self.signatures[name]
+        except KeyError:
+            raise ServingError(
+                "FAILED_PRECONDITION", f"Serving signature key \"{name}\" not found: version "
+                f"{self.version} of model {self.name!r} has {sorted(self.signatures)}") from None
+
+    def predict(self, signature, inputs, output_filter=(), timeout=None):
+        """Checks `inputs` against `signature` and runs it (batched with other requests when
+        batching is on; `timeout`: seconds it may wait for its batch); returns name -> numpy
+        array, only `output_filter`'s if given."""
+        signature.check(inputs)
+        for key in output_filter:
+            if key not in signature.outputs:
+                raise invalid(f"output tensor alias not found in signature {signature.name!r}: "
+                              f"{key!r}; its outputs are {sorted(signature.outputs)}")
+        rows = signature.rows(inputs)
+        if self.max_request_batch and rows is not None and rows > self.max_request_batch:
+            raise invalid(f"the request has a batch of {rows} rows; this server takes at most "
+                          f"{self.max_request_batch} per request (--max_request_batch)")
+        if self.batching is not None and rows:
+            outputs = self._batcher(signature).submit(inputs, timeout=timeout)
+        else:
+            outputs = signature.run(inputs)
+        if output_filter:
+            outputs = {key: outputs[key] for key in output_filter}
+        return outputs
+
+    def _batcher(self, signature):
+        with self._lock:
+            batcher = self._batchers.get(signature.name)
+            if batcher is None:
+                batcher = self._batchers[signature.name] = Batcher(
+                    signature.run, self.batching,
+                    name=f"{self.name}/{self.version}/{signature.name}")
+            return batcher
+
+    def batchers(self):
+        return dict(self._batchers)

@@ -1,0 +1,191 @@
+"""keras_bert/serving/rest.py and rest_json.py through a plain HTTP client on 127.0.0.1:
+TF Serving's REST API (row and columnar formats, {"b64": ...}, status, metadata), answers
+equal to the Keras models', and a 400/404 naming the problem for each bad request while the
+server keeps serving."""
+
+import base64
+import http.client as http_client
+import json
+
+import numpy as np
+import pytest
+
+from keras_bert import BertPreprocessor
+from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer
+from tests.serving.clients import TIMEOUT, http, run_concurrently
+from tests.export.serving_models import SENTENCES, VOCAB, install_version
+
+
+@pytest.fixture(scope="module")
+def server(serving_models, tmp_path_factory):
+    root = tmp_path_factory.mktemp("rest_models")
+    install_version(serving_models["sentiment_v1"][0], root / "sentiment", 1)
+    install_version(serving_models["topics_v1"][0], root / "topics", 4)
+    models = [ModelConfig("sentiment", str(root / "sentiment"), version_labels=(("stable", 1),)),
+              ModelConfig("topics", str(root / "topics"))]
+    batching = BatchingOptions(max_batch_size=16, batch_timeout_micros=1000)
+    with ModelServer(models, grpc_port=0, rest_api_port=0, batching=batching,
+                     poll_wait_seconds=-1) as server:
+        yield server
+
+
+def _url(server, path):
+    return server.rest_url + path
+
+
+def _close(rows, expected, count=len(SENTENCES)):
+    np.testing.assert_allclose([r["probabilities"] for r in rows],
+                               expected["probabilities"][:count], atol=1e-5)
+    assert [r["label_ids"] for r in rows] == expected["label_ids"][:count].tolist()
+
+
+def test_row_format_answers_as_the_keras_model(server, serving_models):
+    status, answer = http(_url(server, "/v1/models/sentiment:predict"),
+                          {"instances": SENTENCES})
+    assert status == 200, answer
+    _close(answer["predictions"], serving_models["sentiment_v1"][1])
+    # Named instances, a version in the path, and {"b64": ...} strings: the same answers.
+    named = [{"text": {"b64": base64.b64encode(s.encode()).decode()}} for s in SENTENCES[:3]]
+    for path in ("/v1/models/sentiment/versions/1:predict",
+                 "/v1/models/sentiment/labels/stable:predict"):
+        status, answer = http(_url(server, path), {"instances": named})
+        assert status == 200, answer
+        _close(answer["predictions"], serving_models["sentiment_v1"][1], 3)
+
+
+def test_columnar_format_and_the_serving_ids_signature(server, serving_models):
+    expected = serving_models["topics_v1"][1]
+    status, answer = http(_url(server, "/v1/models/topics:predict"), {"inputs": SENTENCES})
+    assert status == 200, answer
+    np.testing.assert_allclose(answer["outputs"]["probabilities"], expected["probabilities"],
+                               atol=1e-5)
+    packed = {k: v.numpy().tolist() for k, v in BertPreprocessor(VOCAB, seq_length=16)(
+        SENTENCES).items()}
+    status, answer = http(_url(server, "/v1/models/topics:predict"),
+                          {"signature_name": "serving_ids", "inputs": packed})
+    assert status == 200, answer
+    assert answer["outputs"]["label_ids"] == expected["label_ids"].tolist()
+
+
+def test_status_and_metadata_in_tf_servings_json(server):
+    status, answer = http(_url(server, "/v1/models/topics"))
+    assert (status, answer) == (200, {"model_version_status": [
+        {"version": "4", "state": "AVAILABLE", "status": {"error_code": "OK",
+                                                          "error_message": ""}}]})
+    assert http(_url(server, "/v1/models/topics/versions/4"))[1] == answer
+    status, answer = http(_url(server, "/v1/models/sentiment/metadata"))
+    assert status == 200, answer
+    assert answer["model_spec"] == {"name": "sentiment", "version": "1", "signature_name": ""}
+    signature_defs = answer["metadata"]["signature_def"]
+    assert signature_defs["@type"] == "type.googleapis.com/tensorflow.serving.SignatureDefMap"
+    text = signature_defs["signature_def"]["serving_default"]["inputs"]["text"]
+    assert text["dtype"] == "DT_STRING" and text["tensor_shape"]["dim"][0]["size"] == "-1"
+
+
+def test_keep_alive_connection_serves_many_requests(server):
+    host, port = server.rest_url[len("http://"):].rsplit(":", 1)
+    connection = http_client.HTTPConnection(host, int(port), timeout=TIMEOUT)
+    try:
+        for text in SENTENCES[:4]:
+            connection.request("POST", "/v1/models/sentiment:predict",
+                               body=json.dumps({"instances": [text]}),
+                               headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            assert response.status == 200 and len(json.loads(response.read())["predictions"]) == 1
+    finally:
+        connection.close()
+
+
+def test_concurrent_requests_are_batched(server, serving_models):
+    signature = server.manager.resolve("sentiment").signatures["serving_default"]
+    before = signature.calls
+    answers = run_concurrently(8, lambda i: http(_url(server, "/v1/models/sentiment:predict"),
+                                                 {"instances": [SENTENCES[i]]}))
+    assert all(status == 200 for status, _ in answers), answers
+    _close([a["predictions"][0] for _, a in answers], serving_models["sentiment_v1"][1])
+    assert signature.calls - before <= 8
+
+
+BAD_REQUESTS = {  # name: (path, body (None: GET), HTTP status, message pattern)
+    "malformed JSON": ("/v1/models/sentiment:predict", b'{"instances": ["a"', 400,
+                       r"not valid JSON: Expecting .* at line 1 column \d+"),
+    "body not UTF-8": ("/v1/models/sentiment:predict", b'{"instances": ["caf\xe9"]}', 400,
+                       r"not valid UTF-8 \(byte 19: b'\\xe9'\)"),
+    "lone surrogate": ("/v1/models/sentiment:predict", b'{"instances": ["\\udc80"]}', 400,
+                       r"input 'text' .* at \[0\] in 'instances': a string that is not valid "
+                       r"Unicode"),
+    "bad base64": ("/v1/models/sentiment:predict", {"instances": [{"b64": "%%%"}]}, 400,
+                   r"holds invalid base64"),
+    "unknown model": ("/v1/models/nope:predict", {"instances": ["a"]}, 404,
+                      r"Servable not found for request: Latest\(nope\)"),
+    "unknown version": ("/v1/models/sentiment/versions/9:predict", {"instances": ["a"]}, 404,
+                        r"Specific\(sentiment, 9\)"),
+    "unknown model status": ("/v1/models/nope", None, 404, r"Latest\(nope\)"),
+    "unknown version status": ("/v1/models/topics/versions/1", None, 404,
+                               r"Could not find version 1 of model 'topics'"),
+    "unknown signature": ("/v1/models/sentiment:predict",
+                          {"signature_name": "nope", "instances": ["a"]}, 400,
+                          r"Serving signature key \"nope\" not found"),
+    "wrong dtype": ("/v1/models/sentiment:predict", {"instances": ["a", 3]}, 400,
+                    r"input 'text' of signature 'serving_default' at \[1\] in 'instances': "
+                    r"expects string values, got a JSON number"),
+    "float for int": ("/v1/models/sentiment:predict",
+                      {"signature_name": "serving_ids", "inputs": {
+                          "input_word_ids": [[2, 3.5]], "input_mask": [[1, 1]],
+                          "input_type_ids": [[0, 0]]}}, 400,
+                      r"input 'input_word_ids' .* at \[0, 1\] .*expects int32 values \(whole "
+                      r"numbers\), got a JSON number 3\.5"),
+    "missing input": ("/v1/models/sentiment:predict",
+                      {"signature_name": "serving_ids", "inputs": {"input_word_ids": [[2, 3]]}},
+                      400, r"missing input\(s\) \['input_mask', 'input_type_ids'\]"),
+    "extra input": ("/v1/models/sentiment:predict", {"inputs": {"text": ["a"], "x": [1]}}, 400,
+                    r"unexpected input\(s\) \['x'\]"),
+    "ragged list": ("/v1/models/sentiment:predict",
+                    {"signature_name": "serving_ids", "instances": [
+                        {"input_word_ids": [2, 3], "input_mask": [1, 1], "input_type_ids": [0, 0]},
+                        {"input_word_ids": [2], "input_mask": [1], "input_type_ids": [0]}]},
+                    400, r"a ragged list \(items of shapes \[\[1\], \[2\]\]\) is not a tensor"),
+    "wrong rank": ("/v1/models/sentiment:predict", {"inputs": [["a", "b"]]}, 400,
+                   r"has shape \[1, 2\]; the signature takes \[\?\]"),
+    "oversized batch": ("/v1/models/sentiment:predict", {"instances": ["a"] * 17}, 400,
+                        r"Task size 17 is larger than maximum input batch size 16"),
+    "instances and inputs": ("/v1/models/sentiment:predict",
+                             {"instances": ["a"], "inputs": ["a"]}, 400,
+                             r"either 'instances' .* or 'inputs' .*, not both"),
+    "neither": ("/v1/models/sentiment:predict", {"signature_name": ""}, 400,
+                r"and has neither"),
+    "empty instances": ("/v1/models/sentiment:predict", {"instances": []}, 400,
+                        r"'instances' is empty"),
+    "mixed instances": ("/v1/models/sentiment:predict", {"instances": ["a", {"text": "b"}]},
+                        400, r"instance 0 is not an object while instance 1 is"),
+    "unknown key": ("/v1/models/sentiment:predict", {"instances": ["a"], "batch": 2}, 400,
+                    r"unknown key\(s\) \['batch'\]"),
+    "not an object": ("/v1/models/sentiment:predict", ["a"], 400,
+                      r"must be a JSON object .* got a JSON list"),
+    "classify": ("/v1/models/sentiment:classify", {"examples": []}, 501,
+                 r":classify is not supported by this server; use :predict"),
+    "malformed path": ("/v1/models/sentiment/versions/x:predict", {"instances": ["a"]}, 400,
+                       r"Malformed request: POST /v1/models/sentiment/versions/x:predict"),
+    "outside the API": ("/predict", {"instances": ["a"]}, 404, r"no such resource: POST"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_REQUESTS))
+def test_a_bad_request_gets_its_status_and_the_server_keeps_serving(server, case):
+    import re
+
+    path, body, want, pattern = BAD_REQUESTS[case]
+    status, answer = http(_url(server, path), body)
+    assert status == want, answer
+    assert re.search(pattern, answer["error"]), answer["error"]
+    status, answer = http(_url(server, "/v1/models/sentiment:predict"), {"instances": ["ok"]})
+    assert status == 200 and len(answer["predictions"]) == 1
+
+
+def test_output_strings_are_text_or_b64(server):
+    from keras_bert.serving import rest_json
+
+    array = np.array([b"caf\xc3\xa9", b"\xff\xfe"], dtype=object)
+    assert rest_json.to_json(array, "words") == ["café", {"b64": "//4="}]
+    assert rest_json.to_json(array[:1], "words_bytes") == [{"b64": "Y2Fmw6k="}]
+    assert rest_json.to_json(np.float32([0.1, 1 / 3]), "p") == [0.1, 0.33333334]
