@@ -50,6 +50,7 @@ def main(argv):
     import keras_bert  # first: loads TensorFlow quietly (see keras_bert/backend.py)
 
     import keras
+    from keras_bert import storage
     from keras_bert.data import movie_reviews
     from keras_bert.training import finetune
 
@@ -101,7 +102,8 @@ def main(argv):
         "train_seconds": round(history.train_seconds, 1),
         "total_seconds": round(time.perf_counter() - start, 1),
     }
-    metrics_path = finetune.write_metrics(MODEL_DIR.value, metrics)
+    metrics_path = storage.write_json(
+        os.path.join(MODEL_DIR.value, finetune.METRICS_FILE), metrics)
     print(f"\nWrote {model_path} and {metrics_path} "
           f"({metrics['total_seconds'] / 60:.1f} min in all)")
 

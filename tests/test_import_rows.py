@@ -11,7 +11,7 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 
 ROWS = {
-    "config": 0, "backend": 0,
+    "config": 0, "backend": 0, "storage": 0,
     "layers": 1, "text": 1,
     "presets": 2, "checkpoints": 2,
     "models": 3,

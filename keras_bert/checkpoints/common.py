@@ -16,15 +16,12 @@ original TF1 BERT checkpoints, in Google's layouts (dense kernels ``[in, out]``)
 Every converter maps its format to and from that dict, so any format converts to any other.
 """
 
-import contextlib
 import json
 import os
 import re
-import shutil
 
-import tensorflow as tf
-
-from keras_bert.checkpoints import tempdirs
+from keras_bert import storage
+from keras_bert.config import BertConfigError
 from keras_bert.text.vocab import load_vocabulary
 
 
@@ -32,26 +29,14 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, unreadable, or does not fit its configuration."""
 
 
-@contextlib.contextmanager
-def atomic_target(path):
-    """Yields a temporary name beside ``path`` to write (in a locked ``.tmp-*`` directory, see
-    `keras_bert.checkpoints.tempdirs`); renames it to ``path`` on success and removes it
-    whatever happens, so ``path`` is never half-written and nothing is left behind."""
-    with tempdirs.locked_tempdir(os.path.dirname(os.path.abspath(path))) as work:
-        tmp = os.path.join(work, os.path.basename(path))
-        yield tmp
-        os.replace(tmp, path)
-
-
 def read_json_object(path, what="JSON file"):
     """The JSON object in ``path``; `CheckpointError` naming the file when it is unreadable,
     not JSON, or not an object."""
     try:
-        with tf.io.gfile.GFile(path, "rb") as f:  # local paths, gs://, ram://
-            values = json.loads(f.read().decode("utf-8"))
+        values = storage.read_json(path)
     except json.JSONDecodeError as e:
         raise CheckpointError(f"Cannot read the {what} {path}: not valid JSON ({e}).") from None
-    except (OSError, UnicodeDecodeError, ValueError, tf.errors.OpError) as e:
+    except (OSError, UnicodeDecodeError, ValueError) as e:
         raise CheckpointError(f"Cannot read the {what} {path}: {e}") from None
     if not isinstance(values, dict):
         raise CheckpointError(
@@ -59,22 +44,6 @@ def read_json_object(path, what="JSON file"):
             f"{type(values).__name__}."
         )
     return values
-
-
-def write_json(path, values):
-    """Writes ``values`` as indented, key-sorted JSON to ``path``, atomically."""
-    with atomic_target(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(values, f, indent=2, sort_keys=True)
-            f.write("\n")
-
-
-def copy_file(source, target):
-    """Copies ``source`` to ``target`` atomically; nothing to do when they are the same file."""
-    if os.path.abspath(source) == os.path.abspath(target):
-        return
-    with atomic_target(target) as tmp:
-        shutil.copyfile(source, tmp)
 
 
 def encoder_shapes(config):
@@ -182,24 +151,11 @@ def check_shapes(shapes, config, source, unexplained=()):
             )
 
 
-def _is_file(path):
-    """Whether ``path`` is a file, through `tf.io.gfile` (local paths, gs://, ram://)."""
-    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
-
-
-is_file = _is_file
-
-
-def is_dir(path):
-    """Whether ``path`` is a directory, through `tf.io.gfile` (local paths, gs://, ram://)."""
-    return tf.io.gfile.isdir(path)
-
-
 def check_vocab(vocab_path, config, source=None):
     """Raises `CheckpointError` unless ``vocab.txt`` has exactly ``config.vocab_size`` lines."""
     if vocab_path is None:
         return
-    if not _is_file(vocab_path):
+    if not storage.isfile(vocab_path):
         raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
     try:
         n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it, with its checks
@@ -216,8 +172,6 @@ def check_vocab(vocab_path, config, source=None):
 def build_config(path, make):
     """``make()`` (a `BertConfig` read from ``path``); its errors become a `CheckpointError`
     that names ``path``."""
-    from keras_bert.config import BertConfigError
-
     try:
         return make()
     except BertConfigError as e:
@@ -229,6 +183,6 @@ def build_config(path, make):
 
 def require_file(path, what, fix=""):
     """Raises `CheckpointError` naming ``path`` when it is not a file."""
-    if not _is_file(path):
+    if not storage.isfile(path):
         raise CheckpointError(f"{what} not found: {path}.{(' ' + fix) if fix else ''}")
     return path

@@ -20,10 +20,9 @@ eagerly (cheap, and checked against each other at once), the weights read on dem
 
 import os
 
-import tensorflow as tf
-
+from keras_bert import storage
 from keras_bert.checkpoints import casing, google, huggingface, keras_hub, layout
-from keras_bert.checkpoints.common import CheckpointError, check_vocab, is_dir, is_file
+from keras_bert.checkpoints.common import CheckpointError, check_vocab
 
 FORMATS = {  # recognised in this order: a keras_bert preset is also a Google directory
     "keras_bert": layout,
@@ -36,7 +35,7 @@ FORMATS = {  # recognised in this order: a keras_bert preset is also a Google di
 def detect_format(directory):
     """Which format ``directory`` holds, or a `CheckpointError` that says what is missing."""
     directory = os.fspath(directory)
-    if not is_dir(directory):
+    if not storage.isdir(directory):
         raise CheckpointError(f"Not a directory: {directory}")
     for name, module in FORMATS.items():
         if module.detect(directory):
@@ -46,7 +45,7 @@ def detect_format(directory):
         f"(keras_bert), {google.CONFIG_FILE} + {google.CHECKPOINT_PREFIX}.* (Google), "
         f"{huggingface.CONFIG_FILE} + {huggingface.SAFETENSORS_FILE} (Hugging Face) or a "
         f"keras-hub preset ({keras_hub.CONFIG_FILE} + {keras_hub.WEIGHTS_FILE}). "
-        f"Found: {sorted(tf.io.gfile.listdir(directory))[:10]}."
+        f"Found: {storage.listdir(directory)[:10]}."
     )
 
 
@@ -84,7 +83,7 @@ class LocalCheckpoint:
 
 
 def _vocab(path):
-    return path if is_file(path) else None
+    return path if storage.isfile(path) else None
 
 
 def open_directory(directory, do_lower_case=None, require_weights=True, known_casing=None):

@@ -13,11 +13,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.checkpoints import tempdirs
+from keras_bert import storage
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_shapes, copy_file, is_file, read_json_object,
-    require_file, write_json,
+    CheckpointError, build_config, check_shapes, read_json_object, require_file,
 )
+from keras_bert.config import BertConfig
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -41,9 +41,9 @@ def _is_model_variable(name):
 def find_checkpoint_prefix(directory):
     """The checkpoint prefix inside ``directory`` (``bert_model.ckpt`` or any single ``*.index``)."""
     prefix = os.path.join(directory, CHECKPOINT_PREFIX)
-    if is_file(prefix + ".index"):
+    if storage.isfile(prefix + ".index"):
         return prefix
-    indexes = sorted(tf.io.gfile.glob(os.path.join(directory, "*.ckpt*.index")))
+    indexes = storage.glob(os.path.join(directory, "*.ckpt*.index"))
     if len(indexes) == 1:
         return indexes[0][: -len(".index")]
     raise CheckpointError(
@@ -55,7 +55,7 @@ def find_checkpoint_prefix(directory):
 def _reader(prefix):
     index = prefix + ".index"
     require_file(index, "Checkpoint index")
-    data = tf.io.gfile.glob(prefix + ".data-*")
+    data = storage.glob(prefix + ".data-*")
     if not data:
         raise CheckpointError(f"Checkpoint data file not found: {prefix}.data-00000-of-00001.")
     try:
@@ -102,14 +102,16 @@ def read_checkpoint(prefix, config=None):
 def write_checkpoint(weights, prefix):
     """Writes a canonical dict as a TF1 checkpoint at ``prefix`` (atomically, file by file).
 
-    The files are written into a locked temporary directory beside the target (see
-    `keras_bert.checkpoints.tempdirs`) and then renamed, so an interrupted write never leaves
-    a half-written checkpoint under ``prefix``, and what a killed writer left is swept.
+    The files are written into a temporary directory beside the target (see
+    `keras_bert.storage.staging_dir`) and then moved beside ``prefix``, the ``.index`` last,
+    so an interrupted write never leaves a half-written checkpoint under ``prefix``, and
+    what a killed writer left locally is swept. Local paths, gs://, ram://.
     """
-    directory = os.path.dirname(os.path.abspath(prefix))
+    prefix = os.fspath(prefix)
+    directory = os.path.dirname(prefix if storage.is_remote(prefix) else os.path.abspath(prefix))
     base = os.path.basename(prefix)
     names = sorted(weights)
-    with tempdirs.locked_tempdir(directory, prefix=".tmp-ckpt-") as tmp:
+    with storage.staging_dir(directory, prefix=".tmp-ckpt-") as tmp:
         with tf.device("CPU:0"):
             tf.raw_ops.SaveV2(
                 prefix=os.path.join(tmp, base),
@@ -117,11 +119,10 @@ def write_checkpoint(weights, prefix):
                 shape_and_slices=[""] * len(names),
                 tensors=[tf.constant(np.asarray(weights[n], dtype=np.float32)) for n in names],
             )
-        # Data first, index last: a checkpoint is only visible once its index is.
-        produced = sorted((f for f in os.listdir(tmp) if f.startswith(base + ".")),
-                          key=lambda f: f.endswith(".index"))
-        for f in produced:
-            os.replace(os.path.join(tmp, f), os.path.join(directory, f))
+        # An earlier checkpoint's index goes first (it does not describe the new data), the
+        # new data next, its index last: a checkpoint is only visible once its index is.
+        storage.remove(os.path.join(directory, base + ".index"))
+        storage.move_files(tmp, directory, last=[base + ".index"])
     return prefix
 
 
@@ -140,8 +141,6 @@ OURS_TO_ACT = {"gelu_tanh": "gelu", "gelu": "gelu_exact"}
 def config_from_json(path):
     """`BertConfig` from a Google ``bert_config.json`` ("gelu" there is the tanh form); any
     problem is a `CheckpointError` naming ``path``."""
-    from keras_bert.config import BertConfig
-
     require_file(path, "Google BERT config")
     values = read_json_object(path, "Google BERT config")
     act = values.get("hidden_act", "gelu")
@@ -163,7 +162,7 @@ def config_to_json(config):
 
 def write_config(config, path):
     """Writes ``config`` as Google's ``bert_config.json``, atomically."""
-    write_json(path, config_to_json(config))
+    storage.write_json(path, config_to_json(config))
 
 
 def read_config(directory):
@@ -171,22 +170,19 @@ def read_config(directory):
     return config_from_json(os.path.join(directory, CONFIG_FILE))
 
 
-read_directory_config = read_config  # the name the readers used first
-
-
 def write_directory(directory, config, weights, vocab_path=None):
     """Writes a Google-format directory: ``bert_config.json``, ``vocab.txt``, ``bert_model.ckpt.*``."""
-    os.makedirs(directory, exist_ok=True)
+    storage.makedirs(directory)
     write_checkpoint(weights, os.path.join(directory, CHECKPOINT_PREFIX))
     write_config(config, os.path.join(directory, CONFIG_FILE))
     if vocab_path is not None:
-        copy_file(vocab_path, os.path.join(directory, VOCAB_FILE))
+        storage.copy(vocab_path, os.path.join(directory, VOCAB_FILE))
     return directory
 
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 def detect(directory):
     """True when ``directory`` holds Google's layout (``bert_config.json``)."""
-    return is_file(os.path.join(directory, CONFIG_FILE))
+    return storage.isfile(os.path.join(directory, CONFIG_FILE))
 
 
 def read_metadata(directory):

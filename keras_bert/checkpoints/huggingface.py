@@ -8,17 +8,18 @@ understood, and so are the old LayerNorm names ``gamma``/``beta``. Dense weights
 torch as ``[out, in]`` and transposed to Google's ``[in, out]``.
 """
 
+import io
 import os
 import re
 
 import numpy as np
-import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
-    CheckpointError, atomic_target, build_config, check_shapes, copy_file, is_file,
-    read_json_object, require_file, write_json,
+    CheckpointError, build_config, check_shapes, read_json_object, require_file,
 )
+from keras_bert.config import BertConfig
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -90,17 +91,16 @@ def _normalize_key(key):
 def _load_tensors(directory):
     st_path = os.path.join(directory, SAFETENSORS_FILE)
     pt_path = os.path.join(directory, TORCH_FILE)
-    if is_file(st_path):
+    if storage.isfile(st_path):
         from safetensors.numpy import load
 
         try:
-            with tf.io.gfile.GFile(st_path, "rb") as f:  # local paths, gs://, ram://
-                return load(f.read()), st_path
+            return load(storage.read_bytes(st_path)), st_path
         except Exception as e:
             raise CheckpointError(
                 f"Cannot read the safetensors file {st_path}: {type(e).__name__}: {e}"
             ) from None
-    if is_file(pt_path):
+    if storage.isfile(pt_path):
         try:
             import torch
         except ImportError:
@@ -110,7 +110,8 @@ def _load_tensors(directory):
                 f"{SAFETENSORS_FILE}."
             ) from None
         try:
-            state = torch.load(pt_path, map_location="cpu", weights_only=True)
+            state = torch.load(io.BytesIO(storage.read_bytes(pt_path)), map_location="cpu",
+                               weights_only=True)
         except Exception as e:
             raise CheckpointError(
                 f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
@@ -140,8 +141,6 @@ OURS_TO_ACT = {"gelu": "gelu", "gelu_tanh": "gelu_new"}
 def config_from_json(path_or_dict):
     """`BertConfig` from a Hugging Face ``config.json`` (a path, or its values as a dict);
     any problem is a `CheckpointError` naming the file."""
-    from keras_bert.config import BertConfig
-
     if isinstance(path_or_dict, dict):
         values, path = dict(path_or_dict), "<dict>"
     else:
@@ -180,7 +179,7 @@ def read_config(directory):
 def recorded_casing(directory):
     """``(what, do_lower_case)`` from ``tokenizer_config.json``, or None when it does not say."""
     path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    if not is_file(path):
+    if not storage.isfile(path):
         return None
     values = read_json_object(path, "Hugging Face tokenizer config")
     return casing.recorded(path, "do_lower_case", values.get("do_lower_case"))
@@ -230,9 +229,9 @@ def write_directory(directory, config, weights, vocab_path=None):
 
     With pre-training head weights, the names are those of ``BertForPreTraining``.
     """
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
-    os.makedirs(directory, exist_ok=True)
+    storage.makedirs(directory)
     has_heads = any(name.startswith("cls/") for name in weights)
     prefix = "bert." if has_heads else ""
     tensors = {}
@@ -240,20 +239,20 @@ def write_directory(directory, config, weights, vocab_path=None):
         if google in weights:
             value = np.asarray(weights[google], dtype=np.float32)
             tensors[hf] = np.ascontiguousarray(value.T if transpose else value)
-    with atomic_target(os.path.join(directory, SAFETENSORS_FILE)) as tmp:
-        save_file(tensors, tmp, metadata={"format": "pt"})
+    storage.write_bytes(os.path.join(directory, SAFETENSORS_FILE),
+                        save(tensors, metadata={"format": "pt"}))
     values = config_to_json(config)
     if has_heads:
         values["architectures"] = ["BertForPreTraining"]
-    write_json(os.path.join(directory, CONFIG_FILE), values)
+    storage.write_json(os.path.join(directory, CONFIG_FILE), values)
     if vocab_path is not None:
-        copy_file(vocab_path, os.path.join(directory, VOCAB_FILE))
+        storage.copy(vocab_path, os.path.join(directory, VOCAB_FILE))
     return directory
 
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 def detect(directory):
     """True when ``directory`` holds a Hugging Face ``config.json``."""
-    return is_file(os.path.join(directory, CONFIG_FILE))
+    return storage.isfile(os.path.join(directory, CONFIG_FILE))
 
 
 def read_metadata(directory):

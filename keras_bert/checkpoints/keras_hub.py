@@ -7,16 +7,18 @@ only here) and its variables are mapped to the canonical Google names. keras-hub
 computes the tanh approximation of GELU with LayerNorm epsilon 1e-12, so the config says so.
 """
 
-import json
+import io
 import os
 import re
 
 import numpy as np
 
+from keras_bert import storage
 from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
     CheckpointError, build_config, check_shapes, read_json_object,
 )
+from keras_bert.config import BertConfig
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -26,11 +28,10 @@ VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
 
 def is_keras_hub_preset(directory):
     path = os.path.join(directory, CONFIG_FILE)
-    if not os.path.isfile(path):
+    if not storage.isfile(path):
         return False
     try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
+        values = storage.read_json(path)
     except (OSError, ValueError):
         return False
     return isinstance(values, dict) and "class_name" in values and "module" in values
@@ -56,8 +57,6 @@ def _backbone_config(path):
 
 
 def read_config(directory):
-    from keras_bert.config import BertConfig
-
     path = os.path.join(directory, CONFIG_FILE)
     c = _backbone_config(path)
     return build_config(path, lambda: BertConfig(
@@ -77,13 +76,13 @@ def read_config(directory):
 
 def vocab_path(directory):
     path = os.path.join(directory, VOCAB_FILE)
-    return path if os.path.isfile(path) else None
+    return path if storage.isfile(path) else None
 
 
 def recorded_casing(directory):
     """``(what, do_lower_case)`` from ``tokenizer.json``'s ``lowercase``, or None."""
     path = os.path.join(directory, TOKENIZER_FILE)
-    if not os.path.isfile(path):
+    if not storage.isfile(path):
         return None
     config = read_json_object(path, "keras-hub tokenizer config").get("config")
     if not isinstance(config, dict):
@@ -160,7 +159,7 @@ def read_weights(directory, config):
         ) from None
 
     weights_path = os.path.join(directory, WEIGHTS_FILE)
-    if not os.path.isfile(weights_path):
+    if not storage.isfile(weights_path):
         raise CheckpointError(f"keras-hub weights file not found: {weights_path}.")
     try:
         backbone = keras_hub.models.BertBackbone.from_preset(directory)
@@ -190,7 +189,7 @@ def _stored_blocks_beyond(weights_path, num_layers):
 
     names = []
     try:
-        with h5py.File(weights_path, "r") as f:
+        with h5py.File(io.BytesIO(storage.read_bytes(weights_path)), "r") as f:
             f.visititems(lambda name, obj: names.append(name)
                          if isinstance(obj, h5py.Dataset) else None)
     except OSError as e:

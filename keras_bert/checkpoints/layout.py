@@ -23,18 +23,19 @@ place, metadata last, so a directory with ``keras_bert.json`` is always complete
 
 import os
 
+from keras_bert import storage
 from keras_bert.checkpoints import casing, google
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_vocab, is_file, read_json_object, require_file,
-    write_json,
+    CheckpointError, build_config, check_vocab, read_json_object, require_file,
 )
+from keras_bert.config import BertConfig
 
 METADATA_FILE = "keras_bert.json"
 FORMAT_VERSION = 1
 
 
 def is_layout(directory):
-    return is_file(os.path.join(directory, METADATA_FILE))
+    return storage.isfile(os.path.join(directory, METADATA_FILE))
 
 
 def read_metadata(directory):
@@ -59,12 +60,10 @@ def recorded_casing(directory, metadata=None):
 
 
 def read_config(directory):
-    from keras_bert.config import BertConfig
-
     values = read_metadata(directory)
     config = values.get("config")
     if config is None:  # not recorded: Google's file says it
-        return google.read_directory_config(directory)
+        return google.read_config(directory)
     path = os.path.join(directory, METADATA_FILE)
     if not isinstance(config, dict):
         raise CheckpointError(f'{path}: "config" is a {type(config).__name__}, not an object.')
@@ -78,7 +77,9 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
 
     The vocabulary is checked first (there, and of ``config.vocab_size`` tokens), so what is
     written loads back. Without one, a ``vocab.txt`` left in ``directory`` by an earlier save
-    is removed: it belongs to another model.
+    is removed: it belongs to another model. An earlier save's ``keras_bert.json`` is removed
+    first and the new one written last, so a directory that has one is complete. Local
+    paths, gs://, ram:// (see `keras_bert.storage`).
     """
     vocab_file = os.path.join(directory, google.VOCAB_FILE)
     if vocab_path is not None:
@@ -86,8 +87,9 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
                      "It was there when the model was loaded; set model.vocab_path to the "
                      "vocabulary, or to None to save without one.")
         check_vocab(vocab_path, config, source=f"Saving to {directory}")
-    elif os.path.isfile(vocab_file):
-        os.remove(vocab_file)
+    storage.remove(os.path.join(directory, METADATA_FILE))  # incomplete from here on
+    if vocab_path is None:
+        storage.remove(vocab_file)
     google.write_directory(directory, config, weights, vocab_path=vocab_path)
     metadata = {
         "format": "keras_bert",
@@ -98,7 +100,7 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
         "config": config.to_dict(),
     }
     metadata.update(extra or {})
-    write_json(os.path.join(directory, METADATA_FILE), metadata)
+    storage.write_json(os.path.join(directory, METADATA_FILE), metadata)
     return directory
 
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------

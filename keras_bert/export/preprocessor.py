@@ -22,6 +22,8 @@ The graph needs tensorflow-text's ops (`required_ops` lists them); ``import
 tensorflow_text`` before loading it, as for TF Hub's preprocessing models.
 """
 
+import os
+
 import tensorflow as tf
 
 from keras_bert.export import layout, modules
@@ -68,8 +70,8 @@ def export_preprocessor(preprocessor, export_dir):
     array([[0, 0, 0, 0, 1, 1]], dtype=int32)
     """
     tokenizer, packer = _parts(preprocessor)
-    layout.check_target(export_dir)  # before any tracing
-    with vocabulary_file(tokenizer.vocabulary) as vocab_path:
+    export_dir = layout.check_target(export_dir)  # before any tracing
+    with vocabulary_file(tokenizer.vocabulary, beside=os.path.dirname(export_dir)) as vocab_path:
         root = preprocessor_module(tokenizer, packer, vocab_path)
 
         @tf.function(input_signature=[TEXT_SPEC])

@@ -28,9 +28,9 @@ trip keeps of it:
 
 import contextlib
 import os
-import shutil
 import tempfile
 
+from keras_bert import storage
 from keras_bert.config import BertConfig
 from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 from keras_bert.presets import load_preset
@@ -61,19 +61,18 @@ def split_kwargs(cls, kwargs):
 
 
 @contextlib.contextmanager
-def vocabulary_file(tokens):
+def vocabulary_file(tokens, beside=None):
     """A temporary ``vocab.txt`` holding ``tokens`` (None for None), for writers that take
-    a path; removed afterwards."""
+    a path; removed afterwards. It is written in a temporary directory in ``beside`` (the
+    directory being written, on its own store: local, gs://, ram://), else in the local
+    temporary directory."""
     if tokens is None:
         yield None
         return
-    tmp = tempfile.mkdtemp(prefix="keras_bert_vocab_")
-    try:
+    with storage.staging_dir(beside or tempfile.gettempdir(), prefix=".tmp-keras_bert_vocab_") as tmp:
         path = os.path.join(tmp, "vocab.txt")
         vocab_lib.write_vocabulary(list(tokens), path)
         yield path
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class PresetMixin:
@@ -120,10 +119,8 @@ class PresetMixin:
 
     def load_assets(self, dir_path):
         """Reads the vocabulary ``save_assets`` wrote, if there is one."""
-        import tensorflow as tf
-
         path = os.path.join(dir_path, vocab_lib.ASSET_FILE) if dir_path else None
-        if path and tf.io.gfile.exists(path):
+        if path and storage.isfile(path):
             self.vocabulary = vocab_lib.load_vocabulary(path)
 
     @classmethod
@@ -164,7 +161,7 @@ class PresetMixin:
         """
         from keras_bert.checkpoints import layout
 
-        with vocabulary_file(self.vocabulary) as vocab_path:
+        with vocabulary_file(self.vocabulary, beside=directory) as vocab_path:
             layout.write(
                 directory,
                 self._preset_config(),

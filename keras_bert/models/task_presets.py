@@ -141,7 +141,7 @@ def save_task_to_preset(model, directory):
         tokens, do_lower_case = tokenizer.get_vocabulary(), tokenizer.do_lower_case
     else:
         tokens, do_lower_case = model.encoder.vocabulary, model.encoder.do_lower_case
-    with vocabulary_file(tokens) as vocab_path:
+    with vocabulary_file(tokens, beside=directory) as vocab_path:
         layout.write(directory, model.encoder.bert_config, weights, vocab_path=vocab_path,
                      do_lower_case=do_lower_case, name=model.name,
                      source=type(model).__name__, extra=extra)

@@ -8,7 +8,8 @@ Everything lands under the cache root, ``$KERAS_BERT_HOME`` (default ``~/.cache/
 
 Each step writes in a locked temporary directory and renames into place, so an interrupted
 download or conversion never leaves something that a later call would take for complete, and
-what a killed process left is removed by the next one (`keras_bert.checkpoints.tempdirs`).
+what a killed process left is removed by the next one (`keras_bert.storage.locked_tempdir`).
+The cache is a local directory; its files are read and written through `keras_bert.storage`.
 """
 
 import hashlib
@@ -22,7 +23,7 @@ import urllib.request
 import zipfile
 import zlib
 
-from keras_bert.checkpoints import tempdirs
+from keras_bert import storage
 from keras_bert.checkpoints.common import CheckpointError
 
 DEFAULT_TIMEOUT = 10.0  # seconds to connect (and between reads); offline fails in seconds
@@ -47,7 +48,7 @@ def timeout():
 
 def sha256_of(path):
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with storage.open(path, "rb") as f:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -106,11 +107,10 @@ def fetch(url, target, sha256=None, progress=True, label=None):
     """Downloads ``url`` to ``target`` atomically; checks ``sha256`` when given.
 
     The bytes go to a file in a locked ``.tmp-*`` directory beside ``target`` (see
-    `keras_bert.checkpoints.tempdirs`), renamed into place once complete and verified.
+    `keras_bert.storage.atomic_path`), moved into place once complete and verified.
     ``label`` starts the progress line (default: ``Downloading <file>``).
     """
-    with tempdirs.locked_tempdir(os.path.dirname(target), legacy=True) as work:
-        part = os.path.join(work, os.path.basename(target))
+    with storage.atomic_path(target, legacy=True) as part:
         try:
             response = urllib.request.urlopen(url, timeout=timeout())
         except (urllib.error.URLError, socket.timeout, OSError, http.client.HTTPException) as e:
@@ -118,7 +118,7 @@ def fetch(url, target, sha256=None, progress=True, label=None):
             raise DownloadError(
                 f"Cannot download {url}: {reason}. {manual_instructions(url, target)}"
             ) from None
-        with response, open(part, "wb") as out:
+        with response, storage.create(part) as out:
             total = response.headers.get("Content-Length")
             total = int(total) if total and total.isdigit() else None
             label = label or f"Downloading {os.path.basename(target)}"
@@ -138,12 +138,11 @@ def fetch(url, target, sha256=None, progress=True, label=None):
             finally:
                 if bar:
                     bar.close()
-        size = os.path.getsize(part)
+        size = storage.size(part)
         if total is not None and size != total:
             raise DownloadError(f"Download of {url} is incomplete: {size} of {total} bytes.")
         if sha256:
             check_sha256(part, sha256, what=url, consequence=" Nothing was cached.")
-        os.replace(part, target)
     return target
 
 
@@ -154,7 +153,7 @@ def extract_zip(zip_path, into):
     either at the top or in one folder).
     """
     try:
-        with zipfile.ZipFile(zip_path) as archive:
+        with storage.open(zip_path, "rb") as f, zipfile.ZipFile(f) as archive:
             bad = archive.testzip()
             if bad is not None:
                 raise DownloadError(f"{zip_path} is corrupt: member {bad} fails its CRC check.")
@@ -166,9 +165,10 @@ def extract_zip(zip_path, into):
             archive.extractall(into)
     except (zipfile.BadZipFile, zlib.error, EOFError) as e:
         raise DownloadError(f"{zip_path} is corrupt or not a zip archive ({e}).") from None
-    for dirpath, _, files in os.walk(into):
-        if "bert_config.json" in files and "__MACOSX" not in dirpath:
-            return dirpath
+    for name in storage.walk_files(into):
+        directory, file = os.path.split(name)
+        if file == "bert_config.json" and "__MACOSX" not in directory:
+            return os.path.join(into, directory) if directory else into
     raise DownloadError(f"{zip_path} holds no bert_config.json; not a Google BERT checkpoint zip.")
 
 
@@ -176,10 +176,10 @@ def convert_zip(zip_path, target, convert, expected_files=None):
     """Extracts ``zip_path``, lets ``convert(src_dir, tmp_dir)`` write the converted preset,
     and renames the result to ``target``. The work happens in a locked ``.tmp-*`` directory
     beside ``target``: removed whatever happens, and by the next writer if this process is
-    killed (see `keras_bert.checkpoints.tempdirs`)."""
-    with tempdirs.locked_tempdir(os.path.dirname(target), legacy=True) as work:
+    killed (see `keras_bert.storage.staging_dir`)."""
+    with storage.staging_dir(os.path.dirname(target), legacy=True) as work:
         src = extract_zip(zip_path, os.path.join(work, "extracted"))
-        present = set(os.listdir(src))
+        present = set(storage.listdir(src))
         missing = [f for f in (expected_files or ()) if f not in present]
         if not any(f.endswith(".index") for f in present):
             missing.append("bert_model.ckpt.index")
@@ -196,8 +196,8 @@ def convert_zip(zip_path, target, convert, expected_files=None):
             extracted = os.path.join(work, "extracted") + os.sep
             raise DownloadError(str(e).replace(extracted, f"{zip_path}/")) from None
         try:
-            os.rename(out, target)
+            os.rename(out, target)  # the cache is a local directory (see cache_root)
         except OSError:
-            if not os.path.isdir(target):  # another process finishing first is fine
+            if not storage.isdir(target):  # another process finishing first is fine
                 raise
     return target

@@ -3,8 +3,7 @@
 import difflib
 import os
 
-import tensorflow as tf
-
+from keras_bert import storage
 from keras_bert.checkpoints import google, layout
 from keras_bert.checkpoints.common import CheckpointError, check_shapes
 from keras_bert.checkpoints.formats import open_directory
@@ -122,7 +121,7 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
     if not require_files and not layout.is_layout(target):
         # The registry knows the released config: no download for an architecture alone.
         return Preset(spec.name, source, _RegistryConfig(spec))
-    if os.path.exists(target) and not layout.is_layout(target):
+    if storage.exists(target) and not layout.is_layout(target):
         raise CheckpointError(
             f"{target} exists but is not a complete keras_bert preset (no "
             f"{layout.METADATA_FILE}); remove it and try again."
@@ -152,7 +151,7 @@ def _fetch_and_convert(spec, source, target, sha256, progress, purpose):
     the archive is removed once converted, or when it is bad."""
     file = os.path.basename(source.split("?")[0])
     zip_path = os.path.join(download.cache_root(), "downloads", file)
-    if not os.path.isfile(zip_path):
+    if not storage.isfile(zip_path):
         download.fetch(source, zip_path, sha256=sha256, progress=progress,
                        label=_progress_label(spec, file, target, purpose))
     elif sha256:
@@ -188,10 +187,7 @@ def _no_vocabulary(preset):
 
 
 def _remove(path):
-    try:
-        os.remove(path)
-    except FileNotFoundError:  # another process got there first
-        pass
+    storage.remove(path)  # nothing to do when another process got there first
 
 
 def _from_zip(path, do_lower_case=None):
@@ -242,17 +238,19 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset
-    if tf.io.gfile.isdir(name_or_path):  # local, or gs:// (read through tf.io.gfile)
-        path = name_or_path if "://" in name_or_path else os.path.abspath(name_or_path)
+    remote = storage.is_remote(name_or_path)
+    if storage.isdir(name_or_path):  # local, gs://, ram:// (see keras_bert.storage)
+        path = name_or_path if remote else os.path.abspath(name_or_path)
         return Preset(os.path.basename(path.rstrip("/")), path,
                       open_directory(path, do_lower_case, require_weights=require_weights))
-    if os.path.isfile(name_or_path):
+    if storage.isfile(name_or_path):
         if name_or_path.lower().endswith(".zip"):
-            return _from_zip(os.path.abspath(name_or_path), do_lower_case)
+            return _from_zip(name_or_path if remote else os.path.abspath(name_or_path),
+                             do_lower_case)
         raise CheckpointError(
             f"{name_or_path} is a file; pass the checkpoint directory that holds it, or a .zip."
         )
-    if os.sep in name_or_path or name_or_path.lower().endswith(".zip"):
+    if os.sep in name_or_path or remote or name_or_path.lower().endswith(".zip"):
         raise CheckpointError(f"No such file or directory: {name_or_path}")
     close = difflib.get_close_matches(name_or_path, list(PRESETS), n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -45,12 +45,11 @@ def load_vocabulary(vocabulary):
 
 
 def _read_vocab_file(path):
-    import tensorflow as tf  # tf.io.gfile: local paths, gs://, ram://
+    from keras_bert import storage  # local paths, gs://, ram://; TensorFlow when used
 
-    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+    if not storage.isfile(path):
         raise FileNotFoundError(f"vocabulary file not found: {path!r}")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
+    data = storage.read_bytes(path)
     try:
         text = data.decode("utf-8-sig")  # drops a byte-order mark
     except UnicodeDecodeError as err:
@@ -141,14 +140,14 @@ def require(tokens, owner):
 
 
 def write_vocabulary(tokens, path):
-    """Writes `tokens` to `path` (local, gs://, ...), one per line, UTF-8, so that
-    `load_vocabulary(path)` reads back the same list.
+    """Writes `tokens` to `path` (local, gs://, ...), one per line, UTF-8, atomically (see
+    `keras_bert.storage`), so that `load_vocabulary(path)` reads back the same list.
 
     Raises:
       ValueError: a token a line cannot hold (one with a line break; an empty last token or
         a byte-order mark opening the first, which reading drops), naming its id.
     """
-    import tensorflow as tf
+    from keras_bert import storage  # TensorFlow when used
 
     for i, token in enumerate(tokens):
         problem = None
@@ -161,5 +160,4 @@ def write_vocabulary(tokens, path):
         if problem:
             raise ValueError(f"cannot write the vocabulary to {path!r}: the token with id {i} "
                              f"({token!r:.60}) {problem}, which a vocab.txt cannot keep")
-    with tf.io.gfile.GFile(path, "wb") as f:
-        f.write("".join(token + "\n" for token in tokens).encode("utf-8"))
+    storage.write_bytes(path, "".join(token + "\n" for token in tokens).encode("utf-8"))

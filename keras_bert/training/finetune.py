@@ -3,8 +3,8 @@
 `fine_tune` compiles with `create_optimizer` sized to the run (AdamW, warm-up, linear decay
 to 0, clipping at 1.0), trains with Keras' progress bars and, with a ``model_dir``, writes
 a checkpoint per epoch and TensorBoard logs there. `scores` gives accuracy and F1 /
-Matthews correlation for classification, Pearson and Spearman for regression;
-`write_metrics` saves them as ``metrics.json``.
+Matthews correlation for classification, Pearson and Spearman for regression. Every
+output goes through `keras_bert.storage`, so ``model_dir`` may be local or ``gs://...``.
 """
 
 import json
@@ -14,12 +14,14 @@ import time
 import keras
 import numpy as np
 
+from keras_bert import storage
 from keras_bert.models import BertClassifier, BertTokenClassifier
 from keras_bert.training.optimization import create_optimizer
 
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
 METRICS_FILE = "metrics.json"
+MODEL_FILE = "model.keras"
 
 
 def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learning_rate=5e-5,
@@ -48,7 +50,7 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
     )
     callbacks = list(callbacks or [])
     if model_dir:
-        os.makedirs(os.path.join(model_dir, CHECKPOINTS), exist_ok=True)
+        storage.makedirs(os.path.join(model_dir, CHECKPOINTS))
         callbacks.append(keras.callbacks.ModelCheckpoint(
             os.path.join(model_dir, CHECKPOINTS, "epoch-{epoch}.weights.h5"),
             save_weights_only=True))
@@ -131,18 +133,6 @@ def _matthews(predicted, y):
     return float((correct * n - (p_sum * t_sum).sum()) / denominator) if denominator else 0.0
 
 
-def write_metrics(model_dir, metrics):
-    """Writes ``metrics`` as ``model_dir/metrics.json`` (atomically); returns the path."""
-    os.makedirs(model_dir, exist_ok=True)
-    path = os.path.join(model_dir, METRICS_FILE)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-    return path
-
-
 def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio=0.1,
         model_dir=None, export_dir=None, jit_compile=False, verbose="auto"):
     """Fine-tunes ``model`` on ``splits["train"]`` (`keras_bert.data.files.Examples`), scores
@@ -171,8 +161,9 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
         if splits.get("test") is not None:
             write_predictions(model, splits["test"], os.path.join(model_dir,
                                                                   "test_predictions.jsonl"))
-        model.save(os.path.join(model_dir, "model.keras"))
-        write_metrics(model_dir, metrics)
+        with storage.atomic_path(os.path.join(model_dir, MODEL_FILE)) as tmp:
+            model.save(tmp)
+        storage.write_json(os.path.join(model_dir, METRICS_FILE), metrics)
     if export_dir:
         model.export(export_dir, verbose=False, **export_options(model, train))
     return metrics
@@ -209,12 +200,7 @@ def write_predictions(model, examples, path, batch_size=64):
             label = int(np.argmax(row))
             rows.append({"prediction": _names([label], examples.label_names)[0],
                          "probabilities": [round(float(p), 6) for p in probabilities]})
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    return storage.write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
 
 
 def _names(ids, names):

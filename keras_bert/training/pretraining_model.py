@@ -11,8 +11,7 @@ config with the weights of an earlier checkpoint (phase 2 of the two-phase recip
   its own config.
 """
 
-import tensorflow as tf
-
+from keras_bert import storage
 from keras_bert.checkpoints import google
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.models.encoder import BertEncoder
@@ -27,13 +26,13 @@ PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float1
 
 def _init_weights(init_checkpoint, config):
     """(canonical weights, source) of ``init_checkpoint``, checked against ``config``."""
-    if tf.io.gfile.isdir(init_checkpoint):
+    if storage.isfile(init_checkpoint + ".index"):  # first: on ram:// a prefix is a "dir"
+        return google.read_checkpoint(init_checkpoint, config), init_checkpoint
+    if storage.isdir(init_checkpoint):
         preset = load_preset(init_checkpoint)
         return preset.weights(config), preset.path
-    if not tf.io.gfile.exists(init_checkpoint + ".index"):
-        raise CheckpointError(f"--init_checkpoint={init_checkpoint}: neither a directory nor "
-                              f"a TF checkpoint prefix ({init_checkpoint}.index is missing)")
-    return google.read_checkpoint(init_checkpoint, config), init_checkpoint
+    raise CheckpointError(f"--init_checkpoint={init_checkpoint}: neither a directory nor "
+                          f"a TF checkpoint prefix ({init_checkpoint}.index is missing)")
 
 
 def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, vocab_file=None,

@@ -26,17 +26,16 @@ of the original format, or raw text with dynamic masking), and trains with
 import dataclasses
 import json
 import os
-import shutil
 import time
 
 import keras
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.pretraining.record_input import (PretrainingDataError, check_tfrecord_files,
                                                list_files, tfrecord_dataset)
 from keras_bert.data.pretraining.text_input import DynamicMaskingInput
 from keras_bert.training import distribution
-from keras_bert.training.finetune import write_metrics
 from keras_bert.training.optimization import OPTIMIZERS, create_optimizer
 from keras_bert.training.pretraining import PretrainingLoop, most_frequent_token_baseline
 from keras_bert.training.pretraining_model import PRECISIONS, build_pretrainer, tokenizer_of
@@ -44,6 +43,7 @@ from keras_bert.training.pretraining_model import PRECISIONS, build_pretrainer, 
 INPUT_FORMATS = ("tfrecord", "text")
 CHECKPOINTS = "checkpoints"
 PROGRESS_FILE = "progress.jsonl"
+METRICS_FILE = "metrics.json"
 _RECORD_ERROR = "Pre-training record of another shape"
 
 
@@ -123,9 +123,9 @@ class PretrainingOptions:
                                    "weights), or --init_checkpoint")
         if self.preset and self.vocab_file:
             raise PretrainingError("--preset has its own vocabulary: drop --vocab_file")
-        if self.vocab_file and not tf.io.gfile.exists(self.vocab_file):
+        if self.vocab_file and not storage.isfile(self.vocab_file):
             raise PretrainingError(f"--vocab_file={self.vocab_file}: no such file")
-        if self.bert_config_file and not tf.io.gfile.exists(self.bert_config_file):
+        if self.bert_config_file and not storage.isfile(self.bert_config_file):
             raise PretrainingError(f"--bert_config_file={self.bert_config_file}: no such file")
         if self.input_format == "text" and not (self.preset or self.vocab_file or (
                 self.init_checkpoint and not self.bert_config_file)):
@@ -293,9 +293,9 @@ def pretrain(options, strategy=None, log=print):
             f"{last['sequences_per_second']:.1f} seq/s")
         if is_chief:
             _summaries(writers["train"], done, last)
-            with tf.io.gfile.GFile(os.path.join(options.model_dir, PROGRESS_FILE), "a") as f:
-                f.write(json.dumps({k: round(v, 6) if isinstance(v, float) else v
-                                    for k, v in last.items()}) + "\n")
+            storage.append_text(os.path.join(options.model_dir, PROGRESS_FILE),
+                                json.dumps({k: round(v, 6) if isinstance(v, float) else v
+                                            for k, v in last.items()}) + "\n")
         if done % options.save_checkpoints_steps == 0 or done >= options.num_train_steps:
             manager.save(checkpoint_number=done)
 
@@ -316,10 +316,10 @@ def pretrain(options, strategy=None, log=print):
                                  if isinstance(v, float)))
     if is_chief:
         model.save_to_preset(options.model_dir)
-        write_metrics(options.model_dir, metrics)
-    elif tf.io.gfile.isdir(own_dir):
-        tf.io.gfile.rmtree(own_dir)
+        storage.write_json(os.path.join(options.model_dir, METRICS_FILE), metrics)
+    elif storage.isdir(own_dir):
+        storage.rmtree(own_dir)
         parent = os.path.dirname(own_dir)
-        if not tf.io.gfile.listdir(parent):
-            tf.io.gfile.rmtree(parent)
+        if not storage.listdir(parent):
+            storage.rmtree(parent)
     return metrics

@@ -5,6 +5,7 @@ threshold for SQuAD 2.0) and scored with the official EM/F1."""
 
 import os
 
+from keras_bert import storage
 from keras_bert.data import (
     compute_predictions,
     convert_examples_to_features,
@@ -12,7 +13,7 @@ from keras_bert.data import (
     evaluate_v2,
     read_squad_examples,
 )
-from keras_bert.training.finetune import fine_tune, write_metrics
+from keras_bert.training.finetune import METRICS_FILE, MODEL_FILE, fine_tune
 
 
 def features_of(model, source, is_training, version_2_with_negative=False, max_seq_length=384,
@@ -77,8 +78,9 @@ def run(model, train_file, eval_file=None, version_2_with_negative=False, max_se
         if model_dir:
             predictions.write(model_dir)
     if model_dir:
-        model.save(os.path.join(model_dir, "model.keras"))
-        write_metrics(model_dir, metrics)
+        with storage.atomic_path(os.path.join(model_dir, MODEL_FILE)) as tmp:
+            model.save(tmp)
+        storage.write_json(os.path.join(model_dir, METRICS_FILE), metrics)
     return metrics
 
 

@@ -23,8 +23,13 @@ def test_check_target(tmp_path):
     with pytest.raises(ExportError, match="cannot create it .*/file is not a writable "
                                           "directory"):
         layout.check_target(tmp_path / "file" / "below")
-    with pytest.raises(ExportError, match="written to a local directory"):
-        layout.check_target("gs://bucket/models/m/1")
+    # Object stores are welcome (ram:// stands for gs://: the same tf.io.gfile code), and
+    # held to the same rules: never over a directory that is not empty.
+    assert layout.check_target("ram://export_layout/models/m/1", versioned=True) == \
+        "ram://export_layout/models/m/1"
+    tf.io.gfile.makedirs("ram://export_layout/models/m/2/variables")
+    with pytest.raises(ExportError, match="already exists and is not empty"):
+        layout.check_target("ram://export_layout/models/m/2", versioned=True)
     with pytest.raises(ExportError, match="must be a directory path, got None"):
         layout.check_target(None)
 

@@ -1,6 +1,5 @@
 """training/finetune.py: the recipe sized to the run, model_dir outputs, the task scores."""
 
-import json
 import os
 
 import numpy as np
@@ -56,7 +55,3 @@ def test_scores_per_task():
     assert s["spearman"] == pytest.approx(1.0) and 0.9 < s["pearson"] < 1.0
 
 
-def test_write_metrics_is_atomic_json(tmp_path):
-    path = finetune.write_metrics(str(tmp_path / "run"), {"test_accuracy": 0.5})
-    assert json.loads(open(path).read()) == {"test_accuracy": 0.5}
-    assert os.listdir(tmp_path / "run") == ["metrics.json"]

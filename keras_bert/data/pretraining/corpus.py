@@ -20,6 +20,7 @@ import os
 import re
 import tarfile
 
+from keras_bert import storage
 from keras_bert.data import movie_reviews
 
 WIKI_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -80,14 +81,12 @@ def editorial_documents(cache_dir=None):
 
 def write_corpus(path, documents):
     """Writes ``documents`` (lists of sentences) to ``path``: one sentence per line, a blank
-    line between documents (atomically). Returns the number of sentences written."""
-    tmp = f"{path}.tmp-{os.getpid()}"
+    line between documents (atomically; local paths, gs://, ram://). Returns the number of sentences written."""
     count = 0
-    with open(tmp, "w", encoding="utf-8") as f:
+    with storage.atomic_path(path) as tmp, storage.create(tmp) as f:
         for document in documents:
             for sentence in document:
-                f.write(" ".join(sentence.split()) + "\n")
+                f.write((" ".join(sentence.split()) + "\n").encode("utf-8"))
                 count += 1
-            f.write("\n")
-    os.replace(tmp, path)
+            f.write(b"\n")
     return count

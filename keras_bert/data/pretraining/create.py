@@ -25,10 +25,10 @@ import multiprocessing
 import os
 import queue
 import signal
-import tempfile
 import threading
 import time
 
+from keras_bert import storage
 from keras_bert.data.pretraining import records as pretraining_records
 from keras_bert.data.pretraining import text_files as pretraining_files
 from keras_bert.data.pretraining.chunks import ChunkEncoder, PretrainingDataOptions
@@ -93,23 +93,22 @@ def check_outputs(paths, input_files=()):
     writable, that is a directory, is named twice, or is one of the input files."""
     if len(set(paths)) != len(paths):
         raise PretrainingDataError(f"an output file is named twice in {paths}")
-    inputs = {os.path.abspath(p) for p in input_files if "://" not in p}
+    inputs = {p if storage.is_remote(p) else os.path.abspath(p) for p in input_files}
     for path in paths:
-        if "://" in path:
-            continue  # gs:// and the like: checked by writing
-        directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            raise PretrainingDataError(f"output {path}: the directory {directory} does not "
-                                       "exist; create it first")
-        try:  # the real test (permissions, read-only file systems, root or not)
-            with tempfile.TemporaryFile(dir=directory):
-                pass
-        except OSError as e:
-            raise PretrainingDataError(f"output {path}: cannot write in {directory} "
-                                       f"({e.strerror or e})") from None
-        if os.path.isdir(path):
+        if not storage.is_remote(path):  # gs:// and the like: known to take writes by writing
+            directory = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(directory):
+                raise PretrainingDataError(f"output {path}: the directory {directory} does "
+                                           "not exist; create it first")
+            try:  # the real test (permissions, read-only file systems, root or not)
+                with storage.staging_dir(directory):
+                    pass
+            except OSError as e:
+                raise PretrainingDataError(f"output {path}: cannot write in {directory} "
+                                           f"({e.strerror or e})") from None
+        if storage.isdir(path):
             raise PretrainingDataError(f"output {path} is a directory")
-        if os.path.abspath(path) in inputs:
+        if (path if storage.is_remote(path) else os.path.abspath(path)) in inputs:
             raise PretrainingDataError(f"output {path} is also an input file")
 
 

@@ -19,12 +19,11 @@ when every shard is complete.
 """
 
 import contextlib
-import os
 
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.checkpoints.common import atomic_target
+from keras_bert import storage
 
 INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                 "masked_lm_ids", "next_sentence_labels")
@@ -183,29 +182,13 @@ def serialize_batch(features):
 
 # ---- sharded, atomic output -----------------------------------------------------------------
 
-def _is_local(path):
-    return "://" not in str(path)
-
-
-@contextlib.contextmanager
-def _remote_target(path):
-    """A temporary name beside a remote ``path`` (gs://...), renamed into place on success."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        yield tmp
-        tf.io.gfile.rename(tmp, path, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(tmp):
-            tf.io.gfile.remove(tmp)
-
-
 class RecordShards:
     """Writes TFRecords round-robin over ``paths``, all appearing together at the end.
 
-    Each shard is written under a temporary name (in a locked ``.tmp-*`` directory beside it,
-    see `keras_bert.checkpoints.tempdirs`; remote paths: ``<path>.tmp-<pid>``) and renamed to
-    its path when the ``with`` block ends without an error; after an error, Ctrl-C or a crash
-    no output file is half-written (an earlier file of that name is left as it was).
+    Each shard is written under a temporary name (in a ``.tmp-*`` directory beside it, see
+    `keras_bert.storage.atomic_path`; local paths, gs://, ram://) and moved to its path when
+    the ``with`` block ends without an error; after an error, Ctrl-C or a crash no output
+    file is half-written (an earlier file of that name is left as it was).
     Record ``i`` goes to ``paths[i % len(paths)]``, as in the original script.
 
     >>> import os, tempfile
@@ -231,8 +214,7 @@ class RecordShards:
         self._stack = contextlib.ExitStack()
         try:
             for path in self.paths:
-                target = atomic_target if _is_local(path) else _remote_target
-                tmp = self._stack.enter_context(target(path))
+                tmp = self._stack.enter_context(storage.atomic_path(path))
                 writer = tf.io.TFRecordWriter(tmp)
                 self._stack.callback(writer.close)  # closed before its rename
                 self._writers.append(writer)

@@ -15,8 +15,8 @@ import os
 import warnings
 
 import numpy as np
-import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.squad import tokenization as squad_text
 from keras_bert.data.squad.examples import SquadExample
 from keras_bert.data.squad.features import SquadFeatures
@@ -67,18 +67,18 @@ class SquadPredictions:
     def write(self, directory):
         """Writes predictions.json, nbest_predictions.json and (2.0) null_odds.json.
 
-        Through `tf.io.gfile`, so gs:// works; returns the paths written.
+        Each atomically, through `keras_bert.storage` (local paths, gs://, ram://); returns
+        the paths written.
         """
         directory = os.fsdecode(directory)
-        tf.io.gfile.makedirs(directory)
+        storage.makedirs(directory)
         files = {"predictions.json": self.predictions, "nbest_predictions.json": self.nbest}
         if self.null_odds:
             files["null_odds.json"] = self.null_odds
         paths = []
         for name, content in files.items():
             path = os.path.join(directory, name)
-            with tf.io.gfile.GFile(path, "w") as f:
-                f.write(json.dumps(content, indent=4) + "\n")
+            storage.write_text(path, json.dumps(content, indent=4) + "\n")
             paths.append(path)
         return paths
 

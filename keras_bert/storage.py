@@ -1,0 +1,436 @@
+"""Every read and write of a path a user gives: local paths, ``gs://``, ``ram://``.
+
+All of it goes through `tf.io.gfile`, so any file system TensorFlow knows works, and every
+keras_bert module that reads or writes a user's path does it through the functions here.
+
+Writes are atomic, in the sense each kind of store allows:
+
+* Local paths: a writer works in a locked temporary directory beside its target
+  (`staging_dir`) and renames the result into place, a file with `os.replace`, a directory
+  with one rename, so the target is either as it was or complete. A process killed meanwhile
+  cannot clean up, so a writer holds an exclusive ``fcntl.flock`` on a lock file inside its
+  directory for as long as it works; the kernel releases it when the process ends, however it
+  ends. Before creating its own directory, a writer sweeps the parent (`sweep`): a ``.tmp-*``
+  directory whose lock it can take belongs to a dead writer and is removed (with the lock
+  held); a live writer's lock cannot be taken, so its directory stays, and concurrent
+  writers all succeed. The lock file is created under another name, locked, then renamed
+  into place, so a lock file is never seen unlocked by its live writer. A directory without
+  one is young (its writer is between ``mkdir`` and the rename) or was left by keras_bert
+  before these locks; in directories keras_bert owns (the preset cache, ``legacy=True``)
+  such directories and the ``<file>.part-<pid>`` / ``<file>.tmp-<pid>`` files of those
+  versions are removed once they are older than `STALE_AFTER`. Without ``fcntl`` (not
+  POSIX) nothing is locked and only that age rule applies.
+* Object stores (any path with a scheme, ``gs://...``): a file is written under a temporary
+  name in a ``.tmp-*`` directory beside it and renamed (object stores rename single files,
+  not directories). A directory (`atomic_dir`) is written in such a temporary directory and
+  its files are then moved into the target one by one, the file that marks it complete
+  (``saved_model.pb``, a checkpoint's ``.index``, ``keras_bert.json``) last, so a reader
+  that waits for that file never reads a half-written directory. A write that fails removes
+  what it wrote. There are no locks on object stores: what a killed process left in a
+  ``.tmp-*`` directory stays there (it is never mistaken for the target).
+
+>>> import tensorflow as tf
+>>> path = write_json("ram://storage_doc/run/metrics.json", {"accuracy": 0.5})
+>>> read_json(path)
+{'accuracy': 0.5}
+>>> listdir("ram://storage_doc/run")
+['metrics.json']
+"""
+
+import contextlib
+import errno
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+
+import tensorflow as tf
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None
+
+PREFIX = ".tmp-"
+LOCK_FILE = ".keras_bert.lock"
+STALE_AFTER = 3600.0  # seconds; for leftovers without a lock only
+_LEGACY_FILE = re.compile(r".+\.(?:part|tmp)-\d+$")
+
+
+# ---- paths -----------------------------------------------------------------------------------
+
+def is_remote(path):
+    """Whether ``path`` names an object store or another file system by a scheme
+    (``gs://``, ``ram://``, ``s3://``...), rather than a local path."""
+    return "://" in os.fspath(path)
+
+
+def _parent(path):
+    """The directory of ``path`` (absolute for local paths)."""
+    path = os.fspath(path)
+    if is_remote(path):
+        return os.path.dirname(path.rstrip("/"))
+    return os.path.dirname(os.path.abspath(path))
+
+
+def same_file(a, b):
+    """Whether ``a`` and ``b`` name the same file (spelled alike, or the same local file)."""
+    a, b = os.fspath(a), os.fspath(b)
+    if is_remote(a) or is_remote(b):
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+def exists(path):
+    return tf.io.gfile.exists(os.fspath(path))
+
+
+def isdir(path):
+    return tf.io.gfile.isdir(os.fspath(path))
+
+
+def isfile(path):
+    path = os.fspath(path)
+    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+def listdir(path):
+    """The names in directory ``path``, sorted (without a trailing ``/``)."""
+    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(os.fspath(path)))
+
+
+def glob(pattern):
+    """The paths matching ``pattern``, sorted."""
+    return sorted(tf.io.gfile.glob(os.fspath(pattern)))
+
+
+def size(path):
+    """The size of file ``path`` in bytes."""
+    return tf.io.gfile.stat(os.fspath(path)).length
+
+
+def walk_files(top):
+    """The files under directory ``top``, as paths relative to it (``/``-separated), sorted."""
+    top = os.fspath(top).rstrip("/")
+    found = []
+    for directory, _, files in tf.io.gfile.walk(top):
+        relative = os.path.relpath(directory, top) if not is_remote(top) else \
+            directory.rstrip("/")[len(top):].lstrip("/")
+        relative = "" if relative in (".", "") else relative
+        found += [f"{relative}/{name}" if relative else name for name in files]
+    return sorted(found)
+
+
+def _os_error(error, path):
+    """A `tf.errors.OpError` as the `OSError` a local file function would raise."""
+    if isinstance(error, tf.errors.NotFoundError):
+        return FileNotFoundError(errno.ENOENT, f"No such file: {path}", path)
+    if isinstance(error, tf.errors.PermissionDeniedError):
+        return PermissionError(errno.EACCES, f"Permission denied: {path}", path)
+    return OSError(f"{path}: {error.message}")
+
+
+def open(path, mode="r"):  # noqa: A001 - the file-reading verb, as tf.io.gfile.GFile
+    """A file object to read ``path`` (``mode`` "r" or "rb"); `FileNotFoundError` when there
+    is no such file. Writes go through `atomic_path` and the ``write_*`` functions."""
+    if mode not in ("r", "rb"):
+        raise ValueError(f"storage.open reads (mode 'r' or 'rb'), got mode={mode!r}; write "
+                         "with storage.write_bytes/write_text/write_json or atomic_path.")
+    path = os.fspath(path)
+    if not isfile(path):
+        raise FileNotFoundError(errno.ENOENT, f"No such file: {path}", path)
+    return tf.io.gfile.GFile(path, mode)
+
+
+def read_bytes(path):
+    """The contents of file ``path``."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except tf.errors.OpError as e:
+        raise _os_error(e, path) from None
+
+
+def read_text(path):
+    """The contents of file ``path`` decoded as UTF-8."""
+    return read_bytes(path).decode("utf-8")
+
+
+def read_json(path):
+    """The JSON value in file ``path``."""
+    return json.loads(read_text(path))
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+def makedirs(path):
+    """Creates directory ``path`` and its parents (nothing to do when it exists)."""
+    tf.io.gfile.makedirs(os.fspath(path))
+
+
+def remove(path):
+    """Removes file ``path``; nothing to do when there is none."""
+    path = os.fspath(path)
+    try:
+        tf.io.gfile.remove(path)
+    except tf.errors.NotFoundError:
+        pass
+
+
+def rmtree(path):
+    """Removes directory ``path`` with everything in it; nothing to do when there is none."""
+    path = os.fspath(path)
+    if not is_remote(path):
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    with contextlib.suppress(tf.errors.NotFoundError):
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+
+
+def _move_file(source, target):
+    if is_remote(source) or is_remote(target):
+        tf.io.gfile.rename(source, target, overwrite=True)
+    else:
+        os.replace(source, target)
+
+
+def create(path):
+    """A binary file object that writes ``path`` anew: for the temporary names that
+    `atomic_path` and `staging_dir` give (a writer that streams its bytes). The file is
+    created at once, as `open` does, not at the first write."""
+    f = tf.io.gfile.GFile(os.fspath(path), "wb")
+    f.write(b"")  # tf.io.gfile opens the file on the first write
+    return f
+
+
+@contextlib.contextmanager
+def atomic_path(path, legacy=False):
+    """Yields a temporary name (same basename, in a `staging_dir` beside ``path``) for any
+    writer to write; moves it to ``path`` when the ``with`` block ends without an error and
+    removes it whatever happens, so ``path`` is never half-written and nothing is left.
+    ``legacy``: ``path``'s directory is keras_bert's own (see `sweep`)."""
+    path = os.fspath(path)
+    with staging_dir(_parent(path), legacy=legacy) as work:
+        tmp = os.path.join(work, os.path.basename(path.rstrip("/")))
+        yield tmp
+        _move_file(tmp, path)
+
+
+def write_bytes(path, data):
+    """Writes ``data`` to ``path`` atomically (see `atomic_path`); returns ``path``."""
+    with atomic_path(path) as tmp:
+        with create(tmp) as f:
+            f.write(data)
+    return os.fspath(path)
+
+
+def write_text(path, text):
+    """Writes ``text`` as UTF-8 to ``path`` atomically; returns ``path``."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path, values):
+    """Writes ``values`` as indented, key-sorted JSON (and a final newline) to ``path``,
+    atomically; returns ``path``."""
+    return write_text(path, json.dumps(values, indent=2, sort_keys=True) + "\n")
+
+
+def write_lines(path, lines):
+    """Writes ``lines`` (strings, each given its newline) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        with create(tmp) as f:
+            for line in lines:
+                f.write((line + "\n").encode("utf-8"))
+    return os.fspath(path)
+
+
+def append_text(path, text):
+    """Appends ``text`` to file ``path`` (created when missing). Not atomic: for logs that
+    grow a line at a time (an object store rewrites the whole object)."""
+    path = os.fspath(path)
+    makedirs(_parent(path))
+    with tf.io.gfile.GFile(path, "a") as f:
+        f.write(text)
+
+
+def copy(source, target):
+    """Copies file ``source`` to ``target`` atomically (any store to any store); nothing to do
+    when they are the same file. Returns ``target``."""
+    if same_file(source, target):
+        return os.fspath(target)
+    if not isfile(source):
+        raise FileNotFoundError(errno.ENOENT, f"No such file: {source}", os.fspath(source))
+    with atomic_path(target) as tmp:
+        tf.io.gfile.copy(os.fspath(source), tmp, overwrite=True)
+    return os.fspath(target)
+
+
+def move_files(source, target, last=()):
+    """Moves every file under directory ``source`` to the same place under ``target``,
+    the files named in ``last`` (relative paths) after all others, in that order; returns
+    the paths written. A move that fails removes the files already moved. A lock file of
+    `staging_dir` at the top of ``source`` stays where it is."""
+    source, target = os.fspath(source), os.fspath(target)
+    files = [f for f in walk_files(source) if not f.startswith(LOCK_FILE)]
+    order = {name: i for i, name in enumerate(last)}
+    files.sort(key=lambda f: order.get(f, -1))  # stable: the others first, in their order
+    moved = []
+    try:
+        for directory in sorted({os.path.dirname(f) for f in files}):
+            makedirs(os.path.join(target, directory) if directory else target)
+        for name in files:
+            destination = os.path.join(target, name)
+            _move_file(os.path.join(source, name), destination)
+            moved.append(destination)
+    except BaseException:
+        for path in reversed(moved):
+            with contextlib.suppress(Exception):
+                remove(path)
+        raise
+    return moved
+
+
+@contextlib.contextmanager
+def atomic_dir(path, last=()):
+    """Yields a temporary directory name for a writer that makes a whole directory, and
+    puts it at ``path`` (which must be absent or empty) once the ``with`` block ends without
+    an error: locally by one rename; on an object store by moving its files one by one,
+    those named in ``last`` (relative paths: the files that mark the directory complete)
+    at the end. A failure removes what was written, at the temporary name and at ``path``."""
+    path = os.fspath(path).rstrip("/")
+    with staging_dir(_parent(path)) as work:
+        tmp = os.path.join(work, os.path.basename(path))
+        yield tmp
+        if isdir(path) and listdir(path):
+            raise FileExistsError(errno.EEXIST, f"{path} appeared meanwhile and is not empty",
+                                  path)
+        if not is_remote(path):
+            if os.path.isdir(path):
+                os.rmdir(path)  # empty (checked): the rename takes its place
+            os.replace(tmp, path)
+            return
+        created = not exists(path)
+        try:
+            move_files(tmp, path, last=last)
+        except BaseException:
+            if created:
+                rmtree(path)
+            raise
+
+
+@contextlib.contextmanager
+def staging_dir(parent, prefix=PREFIX, legacy=False):
+    """Yields a new empty directory ``parent/<prefix>XXXXXXXX`` for a writer's temporary
+    files, removed on exit whatever happens. Locally it is a `locked_tempdir` (``parent`` is
+    swept first); on an object store a directory of a random name."""
+    parent = os.fspath(parent)
+    if not is_remote(parent):
+        with locked_tempdir(parent, prefix=prefix, legacy=legacy) as path:
+            yield path
+        return
+    path = os.path.join(parent, f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    makedirs(path)
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(Exception):
+            rmtree(path)
+
+
+# ---- local writers' temporary directories ----------------------------------------------------
+
+@contextlib.contextmanager
+def locked_tempdir(parent, prefix=PREFIX, legacy=False):
+    """Yields a new local directory ``parent/<prefix>XXXXXXXX`` locked by this process,
+    after sweeping ``parent`` (see `sweep`); removes it on exit, whatever happens."""
+    parent = os.fspath(parent)
+    os.makedirs(parent, exist_ok=True)
+    sweep(parent, legacy=legacy)
+    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    fd = None
+    try:
+        fd = _lock(path)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)  # still locked: no sweeper races the removal
+        if fd is not None:
+            os.close(fd)
+
+
+def _lock(path):
+    """Creates ``path/LOCK_FILE`` already locked; returns its descriptor (keep it open)."""
+    fresh = os.path.join(path, LOCK_FILE + ".new")
+    fd = os.open(fresh, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, str(os.getpid()).encode())
+        os.rename(fresh, os.path.join(path, LOCK_FILE))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def sweep(parent, legacy=False):
+    """Removes from local directory ``parent`` the temporaries of writers that are gone.
+
+    ``.tmp-*`` directories whose lock can be taken go at once; with ``legacy`` (a directory
+    keras_bert owns), lock-less ``.tmp-*`` directories and ``*.part-<pid>`` /
+    ``*.tmp-<pid>`` files go once older than `STALE_AFTER`. Returns the paths removed.
+    """
+    parent = os.fspath(parent)
+    try:
+        names = os.listdir(parent)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = []
+    for name in names:
+        path = os.path.join(parent, name)
+        if os.path.islink(path):
+            continue
+        if name.startswith(PREFIX) and os.path.isdir(path):
+            if _remove_if_abandoned(path, legacy):
+                removed.append(path)
+        elif legacy and _LEGACY_FILE.match(name) and _is_old(path):
+            with contextlib.suppress(OSError):
+                os.remove(path)
+                removed.append(path)
+    return removed
+
+
+def _remove_if_abandoned(path, legacy):
+    try:
+        fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR)
+    except FileNotFoundError:
+        if legacy and _is_old(path):
+            shutil.rmtree(path, ignore_errors=True)
+            return True
+        return False
+    except OSError:
+        return False
+    try:
+        if fcntl is None:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live writer holds it
+            return False
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _is_old(path):
+    try:
+        return time.time() - os.lstat(path).st_mtime > STALE_AFTER
+    except OSError:
+        return False
