@@ -3,6 +3,7 @@ over a non-empty directory) and the atomic write."""
 
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -60,3 +61,45 @@ def test_a_failed_save_leaves_nothing(tmp_path):
     path = layout.save(module, tmp_path / "m" / "1", versioned=True)
     assert sorted(os.listdir(tmp_path / "m")) == ["1"]
     assert float(tf.saved_model.load(path).f(1.0)) == 2.0
+
+
+def test_exports_to_an_object_store_end_with_saved_model_pb_and_load_from_there(
+        tmp_path, monkeypatch):
+    """ram:// stands for gs:// (TF Serving's --model_base_path=gs://...): the same
+    tf.io.gfile code. saved_model.pb, what readers wait for, is the last file to appear;
+    nothing is staged on local disk; a failed export leaves nothing."""
+    from keras_bert import BertClassifier, BertPreprocessor, storage
+    from tests.local_disk import nothing_written_locally
+    from tests.models.tiny import VOCAB, tiny_encoder
+
+    base = "ram://test_export_layout/models/sentiment"
+    storage.rmtree(base)
+    module = tf.Module()
+    module.v = tf.Variable(1.0)
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    def broken(x):
+        raise RuntimeError("tracing failed")
+
+    with pytest.raises(RuntimeError, match="tracing failed"):
+        layout.save(module, f"{base}/1", signatures={"serving_default": broken}, versioned=True)
+    assert storage.walk_files(base) == []  # no version, no .tmp-* leftovers
+    moved = []
+    move = storage._move_file
+    monkeypatch.setattr(storage, "_move_file",
+                        lambda source, target: (moved.append(target), move(source, target)))
+    model = BertClassifier(tiny_encoder(), 2, preprocessor=BertPreprocessor(VOCAB, seq_length=16))
+    with nothing_written_locally(tmp_path, monkeypatch):
+        assert next_version(base) == f"{base}/1"
+        path = model.export(f"{base}/1")
+        assert path == f"{base}/1" and next_version(base) == f"{base}/2"
+    assert storage.listdir(base) == ["1"]
+    assert moved[-1] == f"{base}/1/saved_model.pb"
+    assert storage.walk_files(path) == [
+        "fingerprint.pb", "saved_model.pb", "variables/variables.data-00000-of-00001",
+        "variables/variables.index"]
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    scores = model.predict(["a great movie"], verbose=0)
+    outputs = served(text=tf.constant(["a great movie"]))
+    np.testing.assert_allclose(outputs["logits"].numpy(), scores, atol=1e-5)
+    storage.rmtree(base)

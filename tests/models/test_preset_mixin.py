@@ -43,3 +43,38 @@ def test_every_kind_of_argument_is_still_accepted(preset_dir):
     assert encoder.do_lower_case is False
     assert (encoder.dtype_policy.name, encoder.name, encoder.trainable) == (
         "mixed_bfloat16", "e", False)
+
+
+def test_save_to_preset_on_ram_writes_only_there_and_loads_back(tmp_path, monkeypatch):
+    """ram:// stands for gs://: the same tf.io.gfile code. The encoder's and a task model's
+    presets (vocabulary included) are written there, nothing on local disk, and load back."""
+    import numpy as np
+
+    from keras_bert import BertClassifier, BertPreprocessor, storage
+    from tests.local_disk import nothing_written_locally
+    from tests.models.tiny import VOCAB, tiny_encoder
+
+    root = "ram://test_preset_mixin/save"
+    storage.rmtree(root)
+    encoder = tiny_encoder()
+    encoder.vocabulary, encoder.do_lower_case = list(VOCAB), True
+    classifier = BertClassifier(tiny_encoder(), 2,
+                                preprocessor=BertPreprocessor(VOCAB, seq_length=16))
+    with nothing_written_locally(tmp_path, monkeypatch):
+        assert encoder.save_to_preset(f"{root}/encoder") == f"{root}/encoder"
+        classifier.save_to_preset(f"{root}/classifier")
+        for name in ("encoder", "classifier"):
+            assert storage.listdir(f"{root}/{name}") == [
+                "bert_config.json", "bert_model.ckpt.data-00000-of-00001",
+                "bert_model.ckpt.index", "keras_bert.json", "vocab.txt"]
+        loaded = BertEncoder.from_preset(f"{root}/encoder")
+        assert loaded.vocabulary == list(VOCAB) and loaded.do_lower_case is True
+        assert loaded.vocab_path == f"{root}/encoder/vocab.txt"
+        np.testing.assert_array_equal(loaded.get_canonical_weights()["bert/pooler/dense/bias"],
+                                      encoder.get_canonical_weights()["bert/pooler/dense/bias"])
+        reloaded = BertClassifier.from_preset(f"{root}/classifier")
+        np.testing.assert_allclose(reloaded.predict(["a great movie"], verbose=0),
+                                   classifier.predict(["a great movie"], verbose=0), atol=1e-5)
+        loaded.save_to_preset(f"{root}/encoder")  # over itself: its own vocab.txt is kept
+        assert BertEncoder.from_preset(f"{root}/encoder").vocabulary == list(VOCAB)
+    storage.rmtree(root)

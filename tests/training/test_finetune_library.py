@@ -55,3 +55,44 @@ def test_scores_per_task():
     assert s["spearman"] == pytest.approx(1.0) and 0.9 < s["pearson"] < 1.0
 
 
+
+
+def test_a_run_from_and_to_ram_writes_every_output_there_and_nothing_locally(tmp_path,
+                                                                            monkeypatch):
+    """What tools/finetune.py does with --preset, --train_file, --test_file, --model_dir and
+    --export_dir on ram:// (which stands for gs://: the same tf.io.gfile code)."""
+    import keras
+    import tensorflow as tf
+
+    from keras_bert import storage
+    from keras_bert.data import sources
+    from tests.local_disk import nothing_written_locally
+
+    root = "ram://test_finetune_library/run_on_ram"
+    storage.rmtree(root)
+    rows = [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
+    with nothing_written_locally(tmp_path, monkeypatch):
+        _model().save_to_preset(f"{root}/preset")
+        train = storage.write_text(f"{root}/data/train.tsv", "sentence\tlabel\n" + "".join(
+            f"{t}\t{label}\n" for t, label in rows))
+        test = storage.write_text(f"{root}/data/test.tsv", "sentence\na great movie\ndull\n")
+        splits = sources.load_splits("classification", train_file=train, eval_file=train,
+                                     test_file=test, text_column="sentence")
+        model = BertClassifier.from_preset(f"{root}/preset", num_classes=2, seq_length=16)
+        metrics = finetune.run(model, splits, batch_size=4, epochs=1, learning_rate=1e-3,
+                               model_dir=f"{root}/model", export_dir=f"{root}/export/1",
+                               verbose=0)
+        assert storage.listdir(f"{root}/model") == [
+            "checkpoints", "logs", "metrics.json", "model.keras", "test_predictions.jsonl"]
+        assert storage.read_json(f"{root}/model/metrics.json") == metrics
+        assert "validation_accuracy" in metrics
+        predictions = storage.read_text(f"{root}/model/test_predictions.jsonl").splitlines()
+        assert len(predictions) == 2
+        assert storage.listdir(f"{root}/model/checkpoints") == ["epoch-1.weights.h5"]
+        reloaded = keras.saving.load_model(f"{root}/model/model.keras")
+        np.testing.assert_allclose(reloaded.predict(["a great movie"], verbose=0),
+                                   model.predict(["a great movie"], verbose=0), atol=1e-5)
+        assert storage.listdir(f"{root}/export") == ["1"]  # no temporary directory left
+        served = tf.saved_model.load(f"{root}/export/1")
+        assert "serving_default" in served.signatures
+    storage.rmtree(root)

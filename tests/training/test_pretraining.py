@@ -135,3 +135,43 @@ def test_resume_with_another_batch_size_is_refused(tmp_path):
     with pytest.raises(PretrainingError, match="was trained with --train_batch_size=4, this "
                                                "command says 2"):
         pretrain(options, log=lines.append)
+
+
+def test_a_run_on_ram_reads_and_writes_only_there_and_its_model_loads_back(tmp_path,
+                                                                          monkeypatch):
+    """ram:// stands for gs://: the same tf.io.gfile code. Inputs, checkpoints, logs,
+    progress, metrics and the final model are all there, and nothing is on local disk."""
+    import keras_bert
+    from keras_bert import storage
+    from tests.local_disk import nothing_written_locally
+
+    root = "ram://test_pretraining/ram_run"
+    storage.rmtree(root)
+    corpus = cases.write_wiki_corpus(f"{root}/inputs/wiki.txt", num_documents=2)
+    config = storage.copy(cases.bert_config(tmp_path / "c.json", layers=1, hidden=16),
+                          f"{root}/inputs/bert_config.json")
+    vocab = storage.copy(cases.vocab_file(), f"{root}/inputs/vocab.txt")
+    options = PretrainingOptions(
+        model_dir=f"{root}/run", input_file=corpus, input_format="text",
+        bert_config_file=config, vocab_file=vocab, max_seq_length=32,
+        max_predictions_per_seq=5, train_batch_size=4, num_train_steps=2, num_warmup_steps=0,
+        steps_per_loop=1, save_checkpoints_steps=2)
+    with nothing_written_locally(tmp_path, monkeypatch):
+        metrics = pretrain(options, log=lambda line: None)
+        files = storage.listdir(f"{root}/run")
+        assert {"bert_config.json", "bert_model.ckpt.data-00000-of-00001",
+                "bert_model.ckpt.index", "vocab.txt", "keras_bert.json", "metrics.json",
+                "progress.jsonl", "checkpoints", "logs"} <= set(files), files
+        assert not [name for name in files if name.startswith(".tmp-")]
+        assert storage.read_json(f"{root}/run/metrics.json")["global_step"] == 2
+        assert [json.loads(line)["step"] for line in
+                storage.read_text(f"{root}/run/progress.jsonl").splitlines()] == [1, 2]
+        assert storage.glob(f"{root}/run/checkpoints/ckpt-2.index")
+        encoder = keras_bert.BertEncoder.from_preset(f"{root}/run")
+        assert encoder.bert_config.hidden_size == 16 and metrics["global_step"] == 2
+        assert encoder.vocabulary == storage.read_text(vocab).splitlines()
+        np.testing.assert_array_equal(
+            encoder.get_canonical_weights()["bert/pooler/dense/bias"],
+            keras_bert.checkpoints.open_directory(f"{root}/run").weights()[
+                "bert/pooler/dense/bias"])
+    storage.rmtree(root)

@@ -378,3 +378,31 @@ def test_a_dead_worker_is_an_error(small_corpus, vocab, tmp_path):
             chunk_lines=300, progress=kill_a_worker,
             options=PretrainingDataOptions(**dict(FLAGS, dupe_factor=1)))
     assert os.listdir(tmp_path) == []
+
+
+def test_inputs_and_outputs_on_ram_and_nothing_on_local_disk(small_corpus, vocab, tmp_path,
+                                                              monkeypatch):
+    """ram:// stands for gs://: the same tf.io.gfile code. Corpus, vocabulary and records on
+    it; the records are those a local run makes."""
+    from keras_bert import storage
+    from tests.local_disk import nothing_written_locally
+
+    root = "ram://test_create/run"
+    storage.rmtree(root)
+    options = PretrainingDataOptions(**dict(FLAGS, dupe_factor=1))
+    local = [str(tmp_path / "local.tfrecord")]
+    pretraining_data.create_pretraining_data(small_corpus[0], local, vocab, options=options,
+                                             chunk_lines=400)
+    corpus = storage.copy(small_corpus[0], f"{root}/in/wiki.txt")
+    ram_vocab = storage.copy(vocab, f"{root}/in/vocab.txt")
+    outputs = pretraining_data.output_paths(f"{root}/out/wiki.tfrecord", 2)
+    with nothing_written_locally(tmp_path, monkeypatch):
+        stats = pretraining_data.create_pretraining_data(corpus, outputs, ram_vocab,
+                                                         options=options, chunk_lines=400)
+        assert storage.listdir(f"{root}/out") == [
+            "wiki.tfrecord-00000-of-00002", "wiki.tfrecord-00001-of-00002"]
+        shards = [[r.numpy() for r in tf.data.TFRecordDataset(p)] for p in outputs]
+    records = [r.numpy() for r in tf.data.TFRecordDataset(local)]
+    assert stats.instances == len(records) == sum(map(len, shards))
+    assert [shards[i % 2][i // 2] for i in range(len(records))] == records
+    storage.rmtree(root)
