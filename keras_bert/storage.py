@@ -114,6 +114,11 @@ def size(path):
     return tf.io.gfile.stat(os.fspath(path)).length
 
 
+def stat(path):
+    """`tf.io.gfile.stat` of ``path``: ``length``, ``mtime_nsec``, ``is_directory``."""
+    return tf.io.gfile.stat(os.fspath(path))
+
+
 def walk_files(top):
     """The files under directory ``top``, as paths relative to it (``/``-separated), sorted."""
     top = os.fspath(top).rstrip("/")
@@ -129,10 +134,10 @@ def walk_files(top):
 def _os_error(error, path):
     """A `tf.errors.OpError` as the `OSError` a local file function would raise."""
     if isinstance(error, tf.errors.NotFoundError):
-        return FileNotFoundError(errno.ENOENT, f"No such file: {path}", path)
+        return FileNotFoundError(errno.ENOENT, "No such file", path)
     if isinstance(error, tf.errors.PermissionDeniedError):
-        return PermissionError(errno.EACCES, f"Permission denied: {path}", path)
-    return OSError(f"{path}: {error.message}")
+        return PermissionError(errno.EACCES, "Permission denied", path)
+    return OSError(errno.EIO, error.message, path)
 
 
 def open(path, mode="r"):  # noqa: A001 - the file-reading verb, as tf.io.gfile.GFile
@@ -142,8 +147,10 @@ def open(path, mode="r"):  # noqa: A001 - the file-reading verb, as tf.io.gfile.
         raise ValueError(f"storage.open reads (mode 'r' or 'rb'), got mode={mode!r}; write "
                          "with storage.write_bytes/write_text/write_json or atomic_path.")
     path = os.fspath(path)
-    if not isfile(path):
-        raise FileNotFoundError(errno.ENOENT, f"No such file: {path}", path)
+    if isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory, not a file", path)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "No such file", path)
     return tf.io.gfile.GFile(path, mode)
 
 
@@ -266,7 +273,7 @@ def copy(source, target):
     if same_file(source, target):
         return os.fspath(target)
     if not isfile(source):
-        raise FileNotFoundError(errno.ENOENT, f"No such file: {source}", os.fspath(source))
+        raise FileNotFoundError(errno.ENOENT, "No such file", os.fspath(source))
     with atomic_path(target) as tmp:
         tf.io.gfile.copy(os.fspath(source), tmp, overwrite=True)
     return os.fspath(target)

@@ -20,6 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import keras_bert  # noqa: E402  (loads TensorFlow without its C++ start-up lines)
 import tensorflow as tf  # noqa: E402
+from keras_bert import storage  # noqa: E402
 from keras_bert.text import vocab as vocab_lib  # noqa: E402
 
 RESERVED = vocab_lib.SPECIAL_TOKENS
@@ -47,7 +48,7 @@ def _output_directory_exists(path):
     if path is None:  # `required` reports it
         return True
     directory = os.path.dirname(path) or "."
-    if not tf.io.gfile.isdir(directory):
+    if not storage.isdir(directory):
         raise flags.ValidationError(f"the directory {directory} does not exist; create it first")
     return True
 
@@ -55,7 +56,7 @@ def _output_directory_exists(path):
 @flags.validator("input_files")
 def _input_files_match(patterns):
     for pattern in patterns or ():
-        if not tf.io.gfile.glob(pattern):
+        if not storage.glob(pattern):
             raise flags.ValidationError(f"no file matches {pattern}")
     return True
 
@@ -64,7 +65,7 @@ def main(argv):
     del argv
     from keras_bert.text.vocab_learner import learn_vocabulary
 
-    files = sorted({f for pattern in FLAGS.input_files for f in tf.io.gfile.glob(pattern)})
+    files = sorted({f for pattern in FLAGS.input_files for f in storage.glob(pattern)})
     lines = tf.data.TextLineDataset(files)
     if FLAGS.max_lines:
         lines = lines.take(FLAGS.max_lines)
@@ -77,8 +78,7 @@ def main(argv):
             upper_thresh=FLAGS.upper_thresh,
             max_unique_chars=FLAGS.max_unique_chars,
         )
-    with tf.io.gfile.GFile(FLAGS.output, "w") as f:
-        f.write("".join(token + "\n" for token in vocab))
+    vocab_lib.write_vocabulary(vocab, FLAGS.output)  # atomically, local or gs://
     print(f"wrote {len(vocab)} tokens from {len(files)} file(s) to {FLAGS.output}")
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the k
 from absl import app, flags, logging  # noqa: E402
 
 import keras_bert  # noqa: E402  (loads TensorFlow without its C++ start-up lines)
-from keras_bert import export  # noqa: E402
+from keras_bert import export, storage  # noqa: E402
 from keras_bert.export import layout  # noqa: E402
 
 KINDS = ("encoder", "preprocessor", "serving")
@@ -76,7 +76,7 @@ def _one_source(values):
 
 @flags.validator("model_file")
 def _model_file_exists(path):
-    if path and not os.path.isfile(path):
+    if path and not storage.isfile(path):
         raise flags.ValidationError(f"no such file: {path}")
     if path and not path.endswith(".keras"):
         raise flags.ValidationError(f"{path} is not a .keras file (model.save('model.keras'))")

@@ -13,7 +13,8 @@ import io
 import json
 import math
 
-import tensorflow as tf
+from keras_bert import storage
+
 
 FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 LABEL_TYPES = ("class", "float")
@@ -53,13 +54,12 @@ def file_format(path):
 
 def _rows(path, fmt):
     """Yields (line number, {column: value}) of a file with a header."""
-    if not tf.io.gfile.exists(path):
+    if not storage.exists(path):
         raise DataFileError(f"{path}: no such data file.")
     try:
-        with tf.io.gfile.GFile(path, "rb") as f:
-            raw = f.read()
-    except tf.errors.OpError as e:
-        raise DataFileError(f"{path}: cannot read it ({e.message}).") from None
+        raw = storage.read_bytes(path)
+    except OSError as e:
+        raise DataFileError(f"{path}: cannot read it ({e.strerror or e}).") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -12,6 +12,7 @@ import os
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert import storage
 from keras_bert.export.layout import ExportError
 
 
@@ -62,12 +63,11 @@ def _is_core(op):
 def _read(path):
     path = os.fspath(path)
     pb = os.path.join(path, "saved_model.pb")
-    if not tf.io.gfile.exists(pb):
+    if not storage.isfile(pb):
         raise ExportError(f"{path} is not a SavedModel: it has no saved_model.pb.")
     proto = saved_model_pb2.SavedModel()
     try:
-        with tf.io.gfile.GFile(pb, "rb") as f:
-            proto.ParseFromString(f.read())
+        proto.ParseFromString(storage.read_bytes(pb))
     except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError and others
         raise ExportError(f"{pb} is not a readable SavedModel: {e}") from None
     return proto

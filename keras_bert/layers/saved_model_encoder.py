@@ -6,6 +6,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.layers.arguments import check_layer_kwargs
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -121,7 +122,7 @@ def _keras_name(name):
 
 def _load_encoder(path):
     """The loaded SavedModel, checked to be an encoder in the TF Hub format."""
-    if not tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
+    if not storage.isfile(os.path.join(path, "saved_model.pb")):
         raise ValueError(f"SavedModelEncoder: {path} is not a SavedModel (no "
                          "saved_model.pb there).")
     loaded = tf.saved_model.load(path)

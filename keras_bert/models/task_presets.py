@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from keras_bert.config import BertConfig
-from keras_bert.layers.arguments import check_kwargs, keyword_parameters  # noqa: F401
+from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.preset_mixin import vocabulary_file
 from keras_bert.presets import load_preset

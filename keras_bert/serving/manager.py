@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 
+from keras_bert import storage
 from keras_bert.serving.errors import ServerConfigError, ServingError, invalid, not_found
 from keras_bert.serving.servable import Servable, has_saved_model
 
@@ -43,23 +44,21 @@ class VersionStatus:
 def list_versions(base_path):
     """The numeric version directories under `base_path`, as ints, oldest first."""
     versions = []
-    for entry in os.scandir(base_path):
-        if entry.is_dir() and entry.name.isdigit():  # TF Serving: a decimal int64 name
-            versions.append(int(entry.name))
+    for name in storage.listdir(base_path):  # local paths, gs://, ram://
+        if name.isdigit() and storage.isdir(os.path.join(base_path, name)):  # a decimal int64
+            versions.append(int(name))
     return sorted(versions)
 
 
 def _fingerprint(path):
     """What changes when a version directory's files do (retries a failed load)."""
     found = []
-    for root, _, files in os.walk(path):
-        for name in files:
-            try:
-                stat = os.stat(os.path.join(root, name))
-            except OSError:
-                continue
-            found.append((os.path.relpath(os.path.join(root, name), path), stat.st_size,
-                          stat.st_mtime_ns))
+    for name in storage.walk_files(path):
+        try:
+            stat = storage.stat(os.path.join(path, name))
+        except Exception:  # noqa: BLE001 - gone meanwhile (tf.errors or OSError)
+            continue
+        found.append((name, stat.length, stat.mtime_nsec))
     return tuple(sorted(found))
 
 
@@ -133,9 +132,9 @@ class ModelManager:
 
     def _check_startup(self, model):
         base, name = model.config.base_path, model.config.name
-        if not os.path.exists(base):
+        if not storage.exists(base):
             raise ServerConfigError(f"model {name!r}: base path {base} does not exist")
-        if not os.path.isdir(base):
+        if not storage.isdir(base):
             raise ServerConfigError(f"model {name!r}: base path {base} is not a directory")
         versions = list_versions(base)
         if not versions:

@@ -24,6 +24,7 @@ Every problem is a `ServerConfigError` naming the file (and line, for syntax) or
 import dataclasses
 import os
 
+from keras_bert import storage
 from keras_bert.serving.batching import BatchingOptions
 from keras_bert.serving.errors import ServerConfigError
 
@@ -61,7 +62,7 @@ def models_from_flags(model_name, model_base_path, model_config_file):
     if not model_base_path:
         raise ServerConfigError("give --model_base_path (with --model_name) or "
                                 "--model_config_file: there is no model to serve")
-    return [ModelConfig(model_name or "default", os.path.abspath(model_base_path))]
+    return [ModelConfig(model_name or "default", _base_path(model_base_path))]
 
 
 def read_model_config_file(path):
@@ -98,7 +99,7 @@ def read_model_config_file(path):
             raise ServerConfigError(f"{where}: model_platform {entry.model_platform!r} is not "
                                     "supported; this server loads TensorFlow SavedModels")
         models.append(ModelConfig(
-            entry.name, os.path.abspath(entry.base_path), _version_policy(entry, where),
+            entry.name, _base_path(entry.base_path), _version_policy(entry, where),
             tuple(sorted(entry.version_labels.items()))))
     return models
 
@@ -119,21 +120,26 @@ def _version_policy(entry, where):
     return ("specific", versions)
 
 
+def _base_path(path):
+    """A base path as given for gs:// and other stores, absolute for a local one."""
+    return path if storage.is_remote(path) else os.path.abspath(path)
+
+
 def _parse_message(error):
     # ParseError's text starts with "line:column : "; the location is given separately.
     return str(error).split(" : ", 1)[-1]
 
 
 def _read_text(path, flag):
+    if storage.isdir(path):
+        raise ServerConfigError(f"{flag}: {path} is a directory, not a file")
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = storage.read_bytes(path)  # local paths, gs://, ram://
     except FileNotFoundError:
         raise ServerConfigError(f"{flag}: {path} does not exist") from None
-    except IsADirectoryError:
-        raise ServerConfigError(f"{flag}: {path} is a directory, not a file") from None
     except OSError as error:
-        raise ServerConfigError(f"{flag}: cannot read {path}: {error.strerror}") from None
+        raise ServerConfigError(f"{flag}: cannot read {path}: "
+                                f"{error.strerror or error}") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:

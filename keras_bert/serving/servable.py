@@ -8,6 +8,7 @@ flight on it has finished: TF Serving's states and its availability-preserving u
 import os
 import threading
 
+from keras_bert import storage
 from keras_bert.serving.batching import Batcher
 from keras_bert.serving.errors import ServingError, invalid
 from keras_bert.serving.signatures import Signature
@@ -16,7 +17,7 @@ DEFAULT_SIGNATURE = "serving_default"
 
 
 def has_saved_model(path):
-    return any(os.path.isfile(os.path.join(path, name))
+    return any(storage.isfile(os.path.join(path, name))
                for name in ("saved_model.pb", "saved_model.pbtxt"))
 
 
@@ -27,12 +28,11 @@ def read_signature_defs(path):
 
     saved_model = saved_model_pb2.SavedModel()
     pb = os.path.join(path, "saved_model.pb")
-    if os.path.isfile(pb):
-        with open(pb, "rb") as f:
-            saved_model.ParseFromString(f.read())
+    if storage.isfile(pb):
+        saved_model.ParseFromString(storage.read_bytes(pb))
     else:
-        with open(os.path.join(path, "saved_model.pbtxt")) as f:
-            text_format.Parse(f.read(), saved_model)
+        text_format.Parse(storage.read_text(os.path.join(path, "saved_model.pbtxt")),
+                          saved_model)
     return dict(saved_model.meta_graphs[0].signature_def)
 
 

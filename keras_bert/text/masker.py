@@ -5,6 +5,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.text import checks, preset_source
 from keras_bert.text import vocab as vocab_lib
 
@@ -144,7 +145,7 @@ class MaskedLMMasker(keras.layers.Layer):
         """Reads the vocabulary `save_assets` wrote; without that file (an older `.keras`
         whose config held the vocabulary) it stays as it is."""
         path = os.path.join(dir_path, vocab_lib.ASSET_FILE) if dir_path else None
-        if path and tf.io.gfile.exists(path):
+        if path and storage.isfile(path):
             self.set_vocabulary(path)
 
     def _checked_inputs(self, inputs):

@@ -6,6 +6,7 @@ import warnings
 import keras
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.text import checks, normalization, preset_source
 from keras_bert.text import vocab as vocab_lib
 
@@ -112,7 +113,7 @@ class BertTokenizer(keras.layers.Layer):
         file). Without that file (a file saved before the vocabulary was an asset, whose
         config held it) the vocabulary stays as it is."""
         path = os.path.join(dir_path, vocab_lib.ASSET_FILE) if dir_path else None
-        if path and tf.io.gfile.exists(path):
+        if path and storage.isfile(path):
             self.set_vocabulary(path)
 
     @property

@@ -26,6 +26,8 @@ steps (before any parsing) and sees exactly what it would have seen.
 
 import tensorflow as tf
 
+from keras_bert import storage
+
 MAX_RECORDS_CHECKED = 4  # files whose first record is checked before training starts
 SHUFFLE_BUFFER = 1000  # records (the original run_pretraining.py shuffles 100)
 
@@ -73,11 +75,11 @@ def list_files(input_file, flag="--input_file"):
     files = []
     for pattern in patterns:
         try:
-            matched = sorted(tf.io.gfile.glob(pattern))
+            matched = storage.glob(pattern)
         except tf.errors.OpError as error:
             raise PretrainingDataError(f"{flag}: cannot list {pattern}: {error.message}") \
                 from None
-        matched = [f for f in matched if not tf.io.gfile.isdir(f)]
+        matched = [f for f in matched if not storage.isdir(f)]
         if not matched:
             raise PretrainingDataError(f"{flag}: no file matches {pattern}")
         files += [f for f in matched if f not in files]

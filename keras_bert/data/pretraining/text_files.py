@@ -13,6 +13,7 @@ document whole; a file without blank lines is one document there).
 
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.pretraining.record_input import PretrainingDataError
 
 BLOCK_BYTES = 1 << 20
@@ -41,15 +42,15 @@ def expand_input_files(patterns):
     files = []
     for pattern in patterns:
         try:
-            matches = sorted(tf.io.gfile.glob(pattern))
+            matches = storage.glob(pattern)
         except tf.errors.OpError as e:
             raise PretrainingDataError(f"input {pattern}: cannot list it ({e.message})") from None
         if not matches:
             raise PretrainingDataError(f"input {pattern}: no such file (nothing matches it)")
         for path in matches:
-            if tf.io.gfile.isdir(path):
+            if storage.isdir(path):
                 raise PretrainingDataError(f"input {path} is a directory, not a text file")
-            if tf.io.gfile.stat(path).length == 0:
+            if storage.size(path) == 0:
                 raise PretrainingDataError(f"input file {path} is empty")
             if path not in files:
                 files.append(path)
@@ -59,7 +60,7 @@ def expand_input_files(patterns):
 def _lines(path):
     """The lines of ``path`` (bytes, without the newline), read in blocks."""
     try:
-        with tf.io.gfile.GFile(path, "rb") as f:
+        with storage.open(path, "rb") as f:
             rest = b""
             while True:
                 block = f.read(BLOCK_BYTES)
@@ -70,8 +71,9 @@ def _lines(path):
                 yield from lines
             if rest:
                 yield rest
-    except tf.errors.OpError as e:
-        raise PretrainingDataError(f"input file {path}: cannot read it ({e.message})") from None
+    except (OSError, tf.errors.OpError) as e:
+        raise PretrainingDataError(f"input file {path}: cannot read it "
+                                   f"({getattr(e, 'message', None) or e.strerror or e})") from None
 
 
 def _is_blank(line):

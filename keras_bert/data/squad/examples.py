@@ -11,7 +11,8 @@ import json
 import os
 import warnings
 
-import tensorflow as tf
+from keras_bert import storage
+
 
 # run_squad.is_whitespace: note that U+00A0 and other Unicode spaces stay inside words.
 _WHITESPACE = frozenset(" \t\r\n\u202f")
@@ -66,11 +67,10 @@ def load_squad_json(source):
         name, content = "the SQuAD dict", source
     elif isinstance(source, (str, bytes, os.PathLike)):
         name = os.fsdecode(source)
-        if not tf.io.gfile.exists(name):
+        if not storage.isfile(name):
             raise FileNotFoundError(f"SQuAD file {name} does not exist")
         try:
-            with tf.io.gfile.GFile(name, "rb") as f:
-                content = json.loads(f.read().decode("utf-8"))
+            content = json.loads(storage.read_bytes(name).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"SQuAD file {name} is not valid UTF-8 JSON: {error}") from None
     else:
