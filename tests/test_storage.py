@@ -15,7 +15,6 @@ import pytest
 from keras_bert import storage
 from keras_bert.storage import write_json
 
-tempdirs = storage  # the writers' temporary directories live in keras_bert.storage
 REPO = pathlib.Path(__file__).resolve().parents[1]
 HOLD = """
 import sys, time
@@ -44,8 +43,8 @@ def _age(path, seconds):
 def test_a_live_writer_is_kept_and_a_killed_one_is_swept(tmp_path):
     process, held = _holder(tmp_path)
     try:
-        _age(held, 10 * tempdirs.STALE_AFTER)  # age alone never removes a locked directory
-        assert tempdirs.sweep(tmp_path, legacy=True) == []
+        _age(held, 10 * storage.STALE_AFTER)  # age alone never removes a locked directory
+        assert storage.sweep(tmp_path, legacy=True) == []
         write_json(tmp_path / "meta.json", {"a": 1})  # another writer in the same directory
         assert (held / "big.bin").is_file()
     finally:
@@ -58,7 +57,7 @@ def test_a_live_writer_is_kept_and_a_killed_one_is_swept(tmp_path):
 
 def test_the_directory_is_removed_when_the_writer_fails(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
-        with tempdirs.locked_tempdir(tmp_path) as path:
+        with storage.locked_tempdir(tmp_path) as path:
             pathlib.Path(path, "part").write_bytes(b"x")
             raise RuntimeError("boom")
     assert os.listdir(tmp_path) == []
@@ -74,9 +73,9 @@ def test_leftovers_without_a_lock_go_by_age_in_owned_directories_only(tmp_path):
     mine = tmp_path / "notes.txt"
     mine.write_text("keep")
     for path in (old, part, mine):
-        _age(path, 2 * tempdirs.STALE_AFTER)
-    assert tempdirs.sweep(tmp_path) == []  # not keras_bert's directory: only locked ones go
-    assert sorted(tempdirs.sweep(tmp_path, legacy=True)) == sorted([str(old), str(part)])
+        _age(path, 2 * storage.STALE_AFTER)
+    assert storage.sweep(tmp_path) == []  # not keras_bert's directory: only locked ones go
+    assert sorted(storage.sweep(tmp_path, legacy=True)) == sorted([str(old), str(part)])
     assert sorted(os.listdir(tmp_path)) == [".tmp-young", "notes.txt"]
 
 

@@ -174,4 +174,14 @@ def test_a_run_on_ram_reads_and_writes_only_there_and_its_model_loads_back(tmp_p
             encoder.get_canonical_weights()["bert/pooler/dense/bias"],
             keras_bert.checkpoints.open_directory(f"{root}/run").weights()[
                 "bert/pooler/dense/bias"])
+        # Phase 2 starts from the checkpoint there, by prefix or by directory.
+        from keras_bert.training.pretraining_model import build_pretrainer
+
+        for init in (f"{root}/run/bert_model.ckpt", f"{root}/run"):
+            phase_two = build_pretrainer(bert_config_file=config, init_checkpoint=init,
+                                         vocab_file=vocab, max_seq_length=32,
+                                         max_predictions_per_seq=5)
+            np.testing.assert_array_equal(
+                phase_two.encoder.get_canonical_weights()["bert/pooler/dense/bias"],
+                encoder.get_canonical_weights()["bert/pooler/dense/bias"])
     storage.rmtree(root)
