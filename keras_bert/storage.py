@@ -71,8 +71,9 @@ def is_remote(path):
 def _parent(path):
     """The directory of ``path`` (absolute for local paths)."""
     path = os.fspath(path)
-    if is_remote(path):
-        return os.path.dirname(path.rstrip("/"))
+    if is_remote(path):  # os.path.dirname("gs://bucket") would be "gs:"
+        scheme, rest = path.split("://", 1)
+        return f"{scheme}://{rest.rstrip('/').rpartition('/')[0]}"
     return os.path.dirname(os.path.abspath(path))
 
 

@@ -131,6 +131,11 @@ def test_files_on_ram_are_written_read_and_listed_without_leftovers(tmp_path):
     storage.rmtree(f"{root}/a")
     assert not storage.exists(f"{root}/a/text.txt")
     assert storage.walk_files(root) == ["b/copy.txt"]
+    # A file at the top of a bucket: its temporaries go beside it, not to "ram:".
+    storage.write_text("ram://test_storage_top.txt", "top")
+    assert storage.read_text("ram://test_storage_top.txt") == "top"
+    assert not storage.glob("ram://.tmp-*") and not storage.exists("ram:")
+    storage.remove("ram://test_storage_top.txt")
 
 
 def test_reading_what_is_not_there_and_writing_through_open_are_errors(tmp_path):
