@@ -85,9 +85,9 @@ def main(argv):
     for sentence, p in zip(NEW_SENTENCES, probabilities[:, 1]):
         print(f"  {p:5.2f}  {'positive' if p > 0.5 else 'negative':8}  {sentence}")
 
-    os.makedirs(MODEL_DIR.value, exist_ok=True)
-    model_path = os.path.join(MODEL_DIR.value, "model.keras")
-    model.save(model_path)
+    model_path = os.path.join(MODEL_DIR.value, "model.keras")  # local, or gs://
+    with storage.atomic_path(model_path) as tmp:
+        model.save(tmp)
     metrics = {
         "preset": PRESET.value,
         "train_examples": len(texts),

@@ -32,6 +32,7 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
     import keras_bert
+    from keras_bert import storage
     from keras_bert.models.feature_extraction import extract_features
 
     try:
@@ -52,15 +53,8 @@ def main(argv):
                                                                seq_length=SEQ_LENGTH.value)
         records = extract_features(encoder, preprocessor, a, b if any(b) else None,
                                    layers=layers, batch_size=BATCH_SIZE.value)
-        tmp = OUTPUT_FILE.value + ".tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as out:
-                for record in records:
-                    out.write(json.dumps(record) + "\n")
-            os.replace(tmp, OUTPUT_FILE.value)
-        finally:  # no half-written output
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        # Atomically (no half-written output), local or gs://.
+        storage.write_lines(OUTPUT_FILE.value, (json.dumps(record) for record in records))
     except (ValueError, keras_bert.checkpoints.CheckpointError, OSError) as error:
         sys.exit(f"extract_features.py: {error}")
     print(f"wrote {len(lines)} records ({len(layers)} layers each) to {OUTPUT_FILE.value}")

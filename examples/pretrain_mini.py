@@ -93,6 +93,7 @@ def main(argv):
     logging.set_verbosity(logging.ERROR)
     import keras_bert  # first: loads TensorFlow quietly
 
+    from keras_bert import storage
     from keras_bert.checkpoints import google
     from keras_bert.data.pretraining import corpus as pretraining_corpus
     from keras_bert.presets import load_preset
@@ -100,7 +101,7 @@ def main(argv):
     from keras_bert.training import pretraining_run
 
     directory = MODEL_DIR.value
-    os.makedirs(directory, exist_ok=True)
+    storage.makedirs(directory)
     (train, held_out), (n_train, n_eval), sentences = _corpus(directory, pretraining_corpus)
     print(f"Corpus: {n_train:,} training documents ({sentences[0]:,} sentences), {n_eval:,} "
           f"held out ({sentences[1]:,} sentences)", flush=True)
