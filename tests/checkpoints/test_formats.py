@@ -44,3 +44,31 @@ def test_the_table_lists_every_format_in_detection_order(tmp_path):
         detect_format(str(tmp_path))
     with pytest.raises(CheckpointError, match="Not a directory"):
         detect_format(str(tmp_path / "notes.txt"))
+
+
+@pytest.mark.parametrize("fmt", ["keras_bert", "google", "huggingface"])
+def test_every_writer_writes_to_a_gfile_path_and_nothing_locally(tmp_path, monkeypatch, fmt):
+    """The writers themselves go through keras_bert.storage: straight to ram:// (gs://)."""
+    from keras_bert import storage
+    from keras_bert.checkpoints import layout
+    from tests.local_disk import nothing_written_locally
+
+    encoder = tiny_encoder(seed=0)
+    ram = f"ram://keras_bert_formats_test/written/{fmt}"
+    storage.rmtree(ram)
+    vocab = storage.write_text("ram://keras_bert_formats_test/vocab/vocab.txt",
+                               "\n".join(VOCAB) + "\n")
+    with nothing_written_locally(tmp_path, monkeypatch):
+        if fmt == "keras_bert":
+            layout.write(ram, encoder.bert_config, encoder.get_canonical_weights(),
+                         vocab_path=vocab, do_lower_case=True)
+        else:
+            FORMATS[fmt].write_directory(ram, encoder.bert_config,
+                                         encoder.get_canonical_weights(), vocab_path=vocab)
+        assert not [name for name in storage.listdir(ram) if name.startswith(".tmp-")]
+        assert detect_format(ram) == fmt
+        again = BertEncoder.from_preset(ram)
+    np.testing.assert_array_equal(again(INPUTS)["pooled_output"],
+                                  encoder(INPUTS)["pooled_output"])
+    assert again.vocabulary == VOCAB
+    storage.rmtree(ram)
