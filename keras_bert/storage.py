@@ -88,14 +88,21 @@ def same_file(a, b):
 # ---- reading ---------------------------------------------------------------------------------
 
 def exists(path):
+    """Whether ``path`` is a file or a directory.
+
+    On ``ram://`` (TensorFlow's in-memory file system, which tests use in place of gs://)
+    any leading part of an existing file's name counts as a directory: ``ram://d/model``
+    "exists" beside ``ram://d/model.keras``; name things apart there."""
     return tf.io.gfile.exists(os.fspath(path))
 
 
 def isdir(path):
+    """Whether ``path`` is a directory (see `exists` for a quirk of ``ram://``)."""
     return tf.io.gfile.isdir(os.fspath(path))
 
 
 def isfile(path):
+    """Whether ``path`` is a file."""
     path = os.fspath(path)
     return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
 
@@ -284,7 +291,8 @@ def move_files(source, target, last=()):
     """Moves every file under directory ``source`` to the same place under ``target``,
     the files named in ``last`` (relative paths) after all others, in that order; returns
     the paths written. A move that fails removes the files already moved. A lock file of
-    `staging_dir` at the top of ``source`` stays where it is."""
+    `staging_dir` at the top of ``source`` stays where it is; empty directories are not
+    recreated (object stores have none)."""
     source, target = os.fspath(source), os.fspath(target)
     files = [f for f in walk_files(source) if not f.startswith(LOCK_FILE)]
     order = {name: i for i, name in enumerate(last)}

@@ -1,4 +1,5 @@
-"""Recognising a local checkpoint directory and opening it in any supported format.
+"""Recognising a checkpoint directory (local, gs://, ram://: read through
+`keras_bert.storage`) and opening it in any supported format.
 
 `FORMATS` is the one table of formats, in the order they are recognised. Each is a module
 with the same functions:
