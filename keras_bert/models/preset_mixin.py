@@ -69,7 +69,8 @@ def vocabulary_file(tokens, beside=None):
     if tokens is None:
         yield None
         return
-    with storage.staging_dir(beside or tempfile.gettempdir(), prefix=".tmp-keras_bert_vocab_") as tmp:
+    parent = beside or tempfile.gettempdir()
+    with storage.staging_dir(parent, prefix=".tmp-keras_bert_vocab_") as tmp:
         path = os.path.join(tmp, "vocab.txt")
         vocab_lib.write_vocabulary(list(tokens), path)
         yield path

@@ -81,7 +81,8 @@ def editorial_documents(cache_dir=None):
 
 def write_corpus(path, documents):
     """Writes ``documents`` (lists of sentences) to ``path``: one sentence per line, a blank
-    line between documents (atomically; local paths, gs://, ram://). Returns the number of sentences written."""
+    line between documents (atomically; local paths, gs://, ram://). Returns the number of
+    sentences written."""
     count = 0
     with storage.atomic_path(path) as tmp, storage.create(tmp) as f:
         for document in documents:
