@@ -174,3 +174,24 @@ def test_what_cannot_be_served_is_named_at_start(tmp_path, serving_models):
         start(tmp_path / "ones", ("specific", (4, 5)))
     with pytest.raises(ServerConfigError, match=r"model names must be unique"):
         ModelManager([ModelConfig("m", "/a"), ModelConfig("m", "/b")])
+
+
+def test_a_base_path_on_an_object_store_is_served(serving_models, managers):
+    """--model_base_path=gs://... (ram:// stands for it: the same tf.io.gfile code): versions
+    listed and loaded from there, the path kept as given (not made a local ./gs:/ path)."""
+    from keras_bert import storage
+    from keras_bert.serving.model_config import models_from_flags
+
+    base = "ram://test_manager/models/sentiment"
+    storage.rmtree(base)
+    for name, version in (("sentiment_v1", 1), ("sentiment_v2", 2)):
+        source = serving_models[name][0]
+        for relative in storage.walk_files(source):
+            storage.copy(f"{source}/{relative}", f"{base}/{version}/{relative}")
+    config, = models_from_flags("sentiment", base, None)
+    assert config.base_path == base
+    manager = managers(config)
+    with manager.servable("sentiment") as servable:
+        assert servable.version == 2
+        _close(_predict(servable), serving_models["sentiment_v2"][1])
+    storage.rmtree(base)
