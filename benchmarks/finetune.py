@@ -22,38 +22,24 @@ is one JSON object with every figure.
     python benchmarks/finetune.py --num_layers=2 --batch_size=8 --seq_length=32   # quick look
 """
 
-# benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this
-# folder off the import path (see benchmarks/encoder.py).
-import os as _os  # noqa: E402
-import sys as _sys  # noqa: E402
-
+# The repository root in place of this folder on the import path (benchmarks/tokenize.py
+# would shadow the standard library's tokenize): see benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
 
-import os  # noqa: E402
-import pathlib  # noqa: E402
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow: keep the table clean
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
-import json  # noqa: E402
-import sys  # noqa: E402
+harness.start()  # before TensorFlow: keep the table clean
 
 from absl import app, flags  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
-from benchmarks.common import timing  # noqa: E402  (the repository root is on the path now)
+from benchmarks.common import timing  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("batch_size", 32, "Examples per training step.")
-flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
-flags.DEFINE_integer("num_layers", 12, "Transformer blocks (12 = BERT-base).")
-flags.DEFINE_integer("steps", 1, "Training steps per timed round.")
-flags.DEFINE_integer("warmup", 1, "Untimed steps before timing (after tracing/compiling).")
-flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds per model; the best one counts.")
-flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16.")
-flags.DEFINE_list("xla", ["off"], "jit_compile settings for the Keras models: on, off.")
-flags.DEFINE_list("peers", ["keras_hub", "hf_torch"], "Peers to measure: keras_hub, hf_torch.")
+harness.define_flags(batch_size=32, seq_length=128, num_layers=12, steps=1, warmup=1, rounds=3,
+                     precisions=["fp32", "mixed_bfloat16"], xla=["off"],
+                     peers=["keras_hub", "hf_torch"])
 
 # BERT as Google released it: GELU is the tanh approximation (google-research/bert's
 # modeling.gelu; keras_bert's registry sizes are "gelu_tanh"; keras-hub's BertBackbone uses
@@ -181,9 +167,9 @@ def main(argv):
         shown = "n/a" if value is None else (f"{value:.2f}x" if r["model"].startswith("ratio")
                                              else f"{value:.2f}")
         print(f"| {r['precision']:14} | {r['model']:26} | {shown:>10} |")
-    print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
-                      "num_layers": FLAGS.num_layers, "results": results}))
+    harness.print_summary({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+                           "num_layers": FLAGS.num_layers, "results": results})
 
 
 if __name__ == "__main__":
-    app.run(main)
+    harness.run(main)

@@ -169,6 +169,7 @@ def define_flags(options_class, flag_values=None, skip=()):
     an enum for a `one_of` check, required when the field has no default."""
     from absl import flags
 
+    flags.disclaim_key_flags()  # the flags are the caller's: its --help lists them
     flag_values = flag_values if flag_values is not None else flags.FLAGS
     define = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_bool,
               str: flags.DEFINE_string}

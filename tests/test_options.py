@@ -68,6 +68,8 @@ def test_flags_from_the_declaration():
     assert values["rate"].flag_type() == "float" and values["path"].flag_type() == "string"
     with pytest.raises(flags.IllegalFlagValueError):
         values(["prog", "--path=/p", "--kind=c"])
+    # Listed as the flags of the module that called define_flags (its --help shows them).
+    assert "steps" in {f.name for f in values.flags_by_module_dict()[__name__]}
 
 
 def test_required_field_is_a_required_flag():
