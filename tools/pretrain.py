@@ -50,9 +50,8 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
-    from keras_bert.training import distribution  # loads TensorFlow quietly
-
     import keras_bert
+    from keras_bert.training import distribution
     from keras_bert.data.pretraining.record_input import PretrainingDataError
 
     options = options_lib.from_flags(pretraining_run.PretrainingOptions, FLAGS)
