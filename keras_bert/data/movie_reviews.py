@@ -36,7 +36,15 @@ INDEX_URL_SCHEMES = ("https://", "http://", "file://")
 
 
 class DatasetError(RuntimeError):
-    """The data set could not be fetched or read."""
+    """The data set could not be fetched or read.
+
+    >>> from keras_bert.data import movie_reviews
+    >>> try:
+    ...     movie_reviews.read_snippets("/no/such/vaderSentiment-3.3.2.tar.gz")
+    ... except movie_reviews.DatasetError as error:
+    ...     print(error)
+    /no/such/vaderSentiment-3.3.2.tar.gz: cannot read ... No such file or directory: ...
+    """
 
 
 def default_cache_dir():

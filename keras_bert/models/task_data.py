@@ -21,7 +21,15 @@ PAD_MULTIPLE = 8  # trimmed lengths are rounded up to this, so few shapes get tr
 
 
 class TaskInputError(ValueError):
-    """Inputs of a task model's fit/evaluate/predict that it cannot use."""
+    """Inputs of a task model's fit/evaluate/predict that it cannot use.
+
+    >>> try:
+    ...     text_segments("a great movie")
+    ... except TaskInputError as error:
+    ...     print(error)
+    the text input is a single string; fit/evaluate/predict take a batch: wrap it in a list,
+    e.g. ['a great movie'].
+    """
 
 
 ACCEPTED_TEXT = (

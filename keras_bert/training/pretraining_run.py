@@ -48,13 +48,32 @@ _RECORD_ERROR = "Pre-training record of another shape"
 
 
 class PretrainingError(ValueError):
-    """Options that contradict each other or cannot work; a run that cannot resume."""
+    """Options that contradict each other or cannot work; a run that cannot resume.
+
+    >>> options = PretrainingOptions(model_dir="/tmp/run", input_file="/data/*.tfrecord")
+    >>> try:
+    ...     options.check()
+    ... except PretrainingError as error:
+    ...     print(error)
+    Give the model: --preset, or --bert_config_file (fresh weights), or --init_checkpoint
+    """
 
 
 @dataclasses.dataclass
 class PretrainingOptions:
     """The settings of a run; the names are ``run_pretraining.py``'s flags (and
-    ``create_pretraining_data.py``'s for dynamic masking), ``model_dir`` Model Garden's."""
+    ``create_pretraining_data.py``'s for dynamic masking), ``model_dir`` Model Garden's.
+
+    Example (`pretrain` runs them; ``check`` says what cannot work, as `PretrainingError`):
+
+    >>> options = PretrainingOptions(model_dir="/tmp/run", input_file="/data/*.tfrecord",
+    ...                              preset="tiny", train_batch_size=256, num_train_steps=1000,
+    ...                              num_warmup_steps=100)
+    >>> options.check() is options
+    True
+    >>> options.max_seq_length, options.max_predictions_per_seq, options.optimizer
+    (128, 20, 'adamw')
+    """
 
     model_dir: str
     input_file: str
