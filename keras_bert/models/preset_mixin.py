@@ -1,4 +1,5 @@
-"""`PresetMixin`: the one ``from_preset`` / ``save_to_preset`` shared by every keras_bert model.
+"""`PresetMixin`: ``from_preset`` / ``save_to_preset`` of `BertEncoder` (the task models have theirs
+in `Task`), both through the one preset loader (`keras_bert.presets.preset_loader`).
 
 A model class mixes it in and provides, if it differs from the defaults here:
 
