@@ -138,9 +138,9 @@ class PresetLoader:
         its weights, the preprocessor (unless ``preprocessor`` is given), and the head,
         loaded when the checkpoint has it with the same shapes, fresh otherwise."""
         kwargs = dict(kwargs)
-        check_task_kwargs(cls, kwargs)
         preprocessor_given = "preprocessor" in kwargs
         preprocessor = kwargs.pop("preprocessor", None)
+        check_task_kwargs(cls, kwargs)
         overrides = {k: kwargs.pop(k) for k in _config_fields() if k in kwargs}
         pre_args = {k: kwargs.pop(k) for k in preprocessor_arguments(cls) if k in kwargs}
         encoder_args = {k: kwargs.pop(k) for k in ENCODER_ARGUMENTS if k in kwargs}
