@@ -218,7 +218,7 @@ def head_arguments(task_cls):
 def check_task_kwargs(cls, kwargs):
     """`TypeError` naming any argument a task's ``from_preset`` does not take."""
     check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
-        f"{cls.__name__} arguments": head_arguments(cls) + ENCODER_ARGUMENTS,
+        f"{cls.__name__} arguments": head_arguments(cls) + ("compile",) + ENCODER_ARGUMENTS,
         f"{cls.preprocessor_cls.__name__} arguments": preprocessor_arguments(cls),
         "BertConfig fields": _config_fields(),
         "loading options": LOAD_OPTIONS,
