@@ -16,6 +16,9 @@ file format.
 import copy
 import difflib
 
+# The encoder's inputs, with TF Hub BERT's names, in this order everywhere.
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "tanh", "silu", "linear")
 
 _FIELDS = {

@@ -25,7 +25,7 @@ import shutil
 import tensorflow as tf
 
 from keras_bert.checkpoints import tempdirs
-from keras_bert.text.vocab import load_vocabulary
+from keras_bert.vocab import load_vocabulary
 
 
 class CheckpointError(ValueError):

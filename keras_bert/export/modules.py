@@ -10,7 +10,8 @@ seed-generator states included, which ``training=True`` updates).
 
 import tensorflow as tf
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from keras_bert.config import INPUT_NAMES
+
 
 
 class Module(tf.Module):

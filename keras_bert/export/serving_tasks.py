@@ -10,17 +10,11 @@ import tensorflow as tf
 
 from keras_bert.export import modules
 from keras_bert.export.layout import ExportError
-from keras_bert.models.classifier import BertClassifier
-from keras_bert.models.masked_lm import BertMaskedLM, BertPretrainer
-from keras_bert.models.multiple_choice import BertMultipleChoice
-from keras_bert.models.span_labeler import BertSpanLabeler
-from keras_bert.models.token_classifier import BertTokenClassifier
-from keras_bert.text import checks
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import checks
+from keras_bert import vocab as vocab_lib
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
-from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert.text.preprocessor import sync_packer
 
 
 def _strings(*names, shape=(None,)):
@@ -397,15 +391,24 @@ def _tokenize_with_masks(tokenizer, text):
     return tf.RaggedTensor.from_row_lengths(flat, per_text)
 
 
+# Each task model names its adapter (`Task.serving_adapter`); export never imports a model
+# class, as Model Garden's `SERVING_MODULES` keeps serving apart from the models.
+SERVING_ADAPTERS = {
+    "classifier": ClassifierServing,
+    "multiple_choice": MultipleChoiceServing,
+    "token_classifier": TokenClassifierServing,
+    "span_labeler": SpanLabelerServing,
+    "masked_lm": MaskedLMServing,
+}
+
+
 def for_model(model, **options):
-    """The `TaskServing` of a task model; ExportError for other models."""
-    for cls, serving in ((BertClassifier, ClassifierServing),
-                         (BertMultipleChoice, MultipleChoiceServing),
-                         (BertTokenClassifier, TokenClassifierServing),
-                         (BertSpanLabeler, SpanLabelerServing),
-                         ((BertMaskedLM, BertPretrainer), MaskedLMServing)):
-        if isinstance(model, cls):
-            return serving(model, **options)
-    raise ExportError(f"A serving export is made from a keras_bert task model (BertClassifier, "
-                      "BertTokenClassifier, BertSpanLabeler, BertMultipleChoice, BertMaskedLM, "
-                      f"BertPretrainer), got {type(model).__name__}.")
+    """The `TaskServing` of a task model, by the adapter its class names; ExportError for
+    other models."""
+    adapter = SERVING_ADAPTERS.get(getattr(type(model), "serving_adapter", None))
+    if adapter is None:
+        raise ExportError(
+            "A serving export is made from a keras_bert task model (BertClassifier, "
+            "BertTokenClassifier, BertSpanLabeler, BertMultipleChoice, BertMaskedLM, "
+            f"BertPretrainer), got {type(model).__name__}.")
+    return adapter(model, **options)

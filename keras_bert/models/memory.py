@@ -5,7 +5,6 @@ fails seconds later with a dump of its state. The check needs only the `BertConf
 number of weights is arithmetic, so it answers at once however large the sizes are.
 """
 
-import os
 
 import tensorflow as tf
 

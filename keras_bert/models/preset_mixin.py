@@ -1,4 +1,5 @@
-"""`PresetMixin`: the one ``from_preset`` / ``save_to_preset`` shared by every keras_bert model.
+"""`PresetMixin`: ``from_preset`` / ``save_to_preset`` of `BertEncoder` (the task models have theirs
+in `Task`), both through the one preset loader (`keras_bert.presets.preset_loader`).
 
 A model class mixes it in and provides, if it differs from the defaults here:
 
@@ -31,34 +32,12 @@ import os
 import shutil
 import tempfile
 
-from keras_bert.config import BertConfig
-from keras_bert.layers.arguments import check_kwargs, keyword_parameters
-from keras_bert.presets import load_preset
-from keras_bert.text import vocab as vocab_lib
+from keras_bert.checks import keyword_parameters
+from keras_bert.presets.preset_loader import encoder_from_preset
+from keras_bert import vocab as vocab_lib
 
 # The get_config keys that carry what from_preset records (besides the vocabulary asset).
 PRESET_CONFIG_KEYS = ("do_lower_case", "preset_name")
-
-# Keyword arguments of from_preset that steer loading rather than the model.
-_LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")
-
-
-def split_kwargs(cls, kwargs):
-    """Splits ``from_preset`` kwargs into (load options, config overrides, model kwargs).
-
-    Raises `TypeError` naming any argument that is none of these, before anything is loaded.
-    """
-    fields = tuple(BertConfig().to_dict())
-    check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
-        "BertConfig fields": fields,
-        "loading options": _LOAD_OPTIONS,
-        f"{cls.__name__} arguments": cls._preset_model_arguments(),
-    })
-    load = {k: v for k, v in kwargs.items() if k in _LOAD_OPTIONS}
-    overrides = {k: v for k, v in kwargs.items() if k in fields}
-    model = {k: v for k, v in kwargs.items() if k not in load and k not in overrides}
-    return load, overrides, model
-
 
 @contextlib.contextmanager
 def vocabulary_file(tokens):
@@ -159,16 +138,7 @@ class PresetMixin:
                 the model's own constructor arguments (e.g. ``dtype``, ``name``). Any other
                 name is a `TypeError` that lists these, raised before anything is loaded.
         """
-        load, overrides, kwargs = split_kwargs(cls, kwargs)
-        loaded = load_preset(preset, require_weights=load_weights, **load)
-        config = loaded.config.replace(**overrides) if overrides else loaded.config
-        model = cls._from_preset_config(config, **kwargs)
-        if load_weights:
-            model._load_preset_weights(loaded.weights(config), source=loaded.path)
-        model.vocab_path = loaded.vocab_path  # reads the tokens into model.vocabulary
-        model.do_lower_case = loaded.do_lower_case
-        model.preset_name = loaded.name
-        return model
+        return encoder_from_preset(cls, preset, load_weights=load_weights, **kwargs)
 
     def save_to_preset(self, directory):
         """Writes config, vocabulary (``self.vocabulary``, if any) and weights in keras_bert's

@@ -12,6 +12,7 @@ import sys
 import types
 
 from keras_bert.presets.loader import Preset, UnknownPresetError, load_preset
+from keras_bert.presets.preset_loader import PresetLoader
 from keras_bert.presets.registry import PRESETS, PresetSpec
 
 _COLUMNS = ("name", "layers", "hidden_size", "heads", "parameters", "casing", "source")
@@ -61,5 +62,5 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["PRESETS", "Preset", "PresetSpec", "PresetTable", "UnknownPresetError",
+__all__ = ["PRESETS", "Preset", "PresetLoader", "PresetSpec", "PresetTable", "UnknownPresetError",
            "list_presets", "load_preset"]

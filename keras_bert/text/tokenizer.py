@@ -6,8 +6,9 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_bert.text import checks, normalization, preset_source
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import checks
+from keras_bert.text import normalization, preset_source
+from keras_bert import vocab as vocab_lib
 
 MAX_CHARS_PER_WORD = 2**20
 

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 
 from keras_bert.models import BertClassifier, BertTokenClassifier
-from keras_bert.training.optimization import create_optimizer
+from keras_bert.optimizers.optimization import create_optimizer
 
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"

@@ -37,7 +37,7 @@ from keras_bert.data.pretraining.record_input import (PretrainingDataError, chec
 from keras_bert.data.pretraining.text_input import DynamicMaskingInput
 from keras_bert.training import distribution
 from keras_bert.training.finetune import write_metrics
-from keras_bert.training.optimization import OPTIMIZERS, create_optimizer
+from keras_bert.optimizers.optimization import OPTIMIZERS, create_optimizer
 from keras_bert.training.pretraining import PretrainingLoop, most_frequent_token_baseline
 from keras_bert.training.pretraining_model import PRECISIONS, build_pretrainer, tokenizer_of
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from keras_bert.models.task_data import TaskInputError, labels_array
+from keras_bert.checks import TaskInputError
+from keras_bert.models.task_data import labels_array
 
 
 @pytest.mark.parametrize("labels, shown", [

@@ -22,7 +22,7 @@ from keras_bert.data.pretraining import instances as pretraining_instances
 from keras_bert.data.pretraining import masking as pretraining_masking
 from keras_bert.data.pretraining import records as pretraining_records
 from keras_bert.data.pretraining.text_files import PretrainingDataError
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import vocab as vocab_lib
 
 BATCH = 2048  # instances packed, masked and serialized at once (bounds scratch memory)
 TOKENIZE_BATCH = 2048  # lines per tokenizer call (several run at once, on threads)
