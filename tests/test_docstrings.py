@@ -2,9 +2,10 @@
 
 A meta-test over the whole package (it does not mirror one module): every module under
 keras_bert is imported; each docstring with a ``>>>`` example that runs (not all ``+SKIP``)
-is one test, run with ELLIPSIS and NORMALIZE_WHITESPACE. Every public class must have such an
-example of its own: a class named in an ``__all__`` of keras_bert or one of its packages, or
-defined at the top of a keras_bert module under a name without a leading underscore.
+is one test, run with ELLIPSIS and NORMALIZE_WHITESPACE. Every public class must have a
+``>>>`` example in its own docstring: a class named in an ``__all__`` of keras_bert or one of
+its packages, or defined at the top of a keras_bert module under a name without a leading
+underscore (exceptions and option classes too).
 """
 
 import doctest
@@ -23,6 +24,7 @@ OPTIONFLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 def _module_names():
     names = [keras_bert.__name__]
+    # A package that fails to import is listed all the same: _import_all reports it.
     for info in pkgutil.walk_packages(keras_bert.__path__, prefix=keras_bert.__name__ + ".",
                                       onerror=lambda name: None):
         names.append(info.name)
