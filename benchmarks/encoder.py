@@ -15,7 +15,7 @@ machine whose speed drifts); GFLOP/s (2 x multiply-adds of the encoder blocks pe
 that as a percentage of TF's own 4096^3 matmul on this machine in the same compute dtype
 (``--ceiling``), i.e. how close the forward pass comes to what the hardware gives TensorFlow.
 
-Measured figures and what they mean on the development VM: README.md, "Benchmarks".
+Measured figures and what they mean on the development VM: docs/benchmarks.md.
 """
 
 # The repository root in place of this folder on the import path (benchmarks/tokenize.py

@@ -33,7 +33,16 @@ KERAS_LAYER_KWARGS = (
 
 
 class TaskInputError(ValueError):
-    """Inputs of a task model's fit/evaluate/predict that it cannot use."""
+    """Inputs of a task model's fit/evaluate/predict that it cannot use.
+
+    >>> from keras_bert.models.task_data import text_segments
+    >>> try:
+    ...     text_segments("a great movie")
+    ... except TaskInputError as error:
+    ...     print(error)
+    the text input is a single string; fit/evaluate/predict take a batch: wrap it in a list,
+    e.g. ['a great movie'].
+    """
 
 
 # ---- arguments ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""`PresetMixin`: the one ``from_preset`` / ``save_to_preset`` shared by every keras_bert model.
+"""`PresetMixin`: ``from_preset`` / ``save_to_preset`` of `BertEncoder` (the task models have theirs
+in `Task`), both through the one preset loader (`keras_bert.presets.preset_loader`).
 
 A model class mixes it in and provides, if it differs from the defaults here:
 
@@ -57,7 +58,24 @@ def vocabulary_file(tokens):
 class PresetMixin:
     """Adds ``from_preset`` and ``save_to_preset`` to a model with canonical weights, and
     keeps what ``from_preset`` records on it through a ``.keras`` round trip (see the
-    module docstring)."""
+    module docstring).
+
+    Example (`BertEncoder` and every task model are one):
+
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+    ...                                  num_attention_heads=2, intermediate_size=16))
+    >>> path = tempfile.mkdtemp()
+    >>> encoder.save_to_preset(path) == path
+    True
+    >>> again = BertEncoder.from_preset(path, name="again")
+    >>> again.name, again.bert_config == encoder.bert_config
+    ('again', True)
+    >>> all(np.array_equal(a, b) for a, b in zip(encoder.get_weights(), again.get_weights()))
+    True
+    """
 
     vocabulary = None
     do_lower_case = None

@@ -171,7 +171,7 @@ def _as_array(value, what):
             bad = next(v for v in array.reshape(-1) if not isinstance(v, numbers.Number))
             raise TaskInputError(f"{what} holds {bad!r}, which is not a number.") from None
     if array.dtype.kind in "US":
-        bad = array.reshape(-1)[0]
+        bad = array.reshape(-1)[0].item()  # str or bytes, not numpy's scalar (np.str_)
         raise TaskInputError(f"{what} holds the string {bad!r}, which is not a number.")
     if array.dtype == np.float64:
         array = array.astype(np.float32)

@@ -19,7 +19,14 @@ _COLUMNS = ("name", "layers", "hidden_size", "heads", "parameters", "casing", "s
 
 
 class PresetTable(list):
-    """A list of dict rows that prints as a table."""
+    """A list of dict rows that prints as a table.
+
+    >>> table = list_presets()
+    >>> isinstance(table, PresetTable), table[0]["name"], table[0]["layers"]
+    (True, 'tiny', 2)
+    >>> print(str(table).splitlines()[0])
+    name  layers  hidden_size  heads  parameters  casing  source
+    """
 
     def __str__(self):
         cells = [[str(row[c]) for c in _COLUMNS] for row in self]

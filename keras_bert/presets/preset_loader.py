@@ -138,9 +138,9 @@ class PresetLoader:
         its weights, the preprocessor (unless ``preprocessor`` is given), and the head,
         loaded when the checkpoint has it with the same shapes, fresh otherwise."""
         kwargs = dict(kwargs)
-        check_task_kwargs(cls, kwargs)
         preprocessor_given = "preprocessor" in kwargs
         preprocessor = kwargs.pop("preprocessor", None)
+        check_task_kwargs(cls, kwargs)
         overrides = {k: kwargs.pop(k) for k in _config_fields() if k in kwargs}
         pre_args = {k: kwargs.pop(k) for k in preprocessor_arguments(cls) if k in kwargs}
         encoder_args = {k: kwargs.pop(k) for k in ENCODER_ARGUMENTS if k in kwargs}
@@ -218,7 +218,7 @@ def head_arguments(task_cls):
 def check_task_kwargs(cls, kwargs):
     """`TypeError` naming any argument a task's ``from_preset`` does not take."""
     check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
-        f"{cls.__name__} arguments": head_arguments(cls) + ENCODER_ARGUMENTS,
+        f"{cls.__name__} arguments": head_arguments(cls) + ("compile",) + ENCODER_ARGUMENTS,
         f"{cls.preprocessor_cls.__name__} arguments": preprocessor_arguments(cls),
         "BertConfig fields": _config_fields(),
         "loading options": LOAD_OPTIONS,

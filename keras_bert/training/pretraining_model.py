@@ -38,7 +38,8 @@ def _init_weights(init_checkpoint, config):
 def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, vocab_file=None,
                      do_lower_case=None, max_seq_length=128, max_predictions_per_seq=20,
                      mixed_precision="none"):
-    """A `BertPretrainer` (call it inside ``strategy.scope()``), with a
+    """A `BertPretrainer` (call it inside ``strategy.scope()``), not compiled (the pre-training
+    loop brings its own optimizer), with a
     `BertPretrainerPreprocessor` when a vocabulary is known (its settings are then saved
     with the model), and the config it has.
 
@@ -51,7 +52,7 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
         options = {} if do_lower_case is None else {"do_lower_case": do_lower_case}
         loader = PresetLoader(preset, require_vocab=True, **options)
         _check_length(loader.load_config(), max_seq_length, preset)
-        return loader.load_task(BertPretrainer, dtype=dtype, **pre_args)
+        return loader.load_task(BertPretrainer, dtype=dtype, compile=False, **pre_args)
     source = bert_config_file
     if bert_config_file is not None:
         config = google.config_from_json(bert_config_file)
@@ -71,7 +72,7 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
         preprocessor = BertPretrainerPreprocessor(tokenizer, **pre_args)
         encoder.vocab_path = vocab_file
         encoder.do_lower_case = lower
-    model = BertPretrainer(encoder, preprocessor=preprocessor)
+    model = BertPretrainer(encoder, preprocessor=preprocessor, compile=False)
     if init_checkpoint is not None:
         weights, where = _init_weights(init_checkpoint, config)
         encoder.set_canonical_weights(weights, source=where)

@@ -49,7 +49,15 @@ _RECORD_ERROR = "Pre-training record of another shape"
 
 
 class PretrainingError(ValueError):
-    """Options that contradict each other or cannot work; a run that cannot resume."""
+    """Options that contradict each other or cannot work; a run that cannot resume.
+
+    >>> options = PretrainingOptions(model_dir="/tmp/run", input_file="/data/*.tfrecord")
+    >>> try:
+    ...     options.check()
+    ... except PretrainingError as error:
+    ...     print(error)
+    Give the model: --preset, or --bert_config_file (fresh weights), or --init_checkpoint
+    """
 
 
 def _option(default, help, check=None):
@@ -65,6 +73,15 @@ class PretrainingOptions(options_lib.Options):
     `PretrainingError` naming the flag, and `keras_bert.options.define_flags` makes the
     flags of ``tools/pretrain.py`` from the same declarations.
 
+    Example (`pretrain` runs them; ``check`` says what cannot work, as `PretrainingError`):
+
+    >>> options = PretrainingOptions(model_dir="/tmp/run", input_file="/data/*.tfrecord",
+    ...                              preset="tiny", train_batch_size=256, num_train_steps=1000,
+    ...                              num_warmup_steps=100)
+    >>> options.check() is options
+    True
+    >>> options.max_seq_length, options.max_predictions_per_seq, options.optimizer
+    (128, 20, 'adamw')
     >>> PretrainingOptions(model_dir="/tmp/run", input_file="x", preset="tiny",
     ...                    num_train_steps=0).check()
     Traceback (most recent call last):
