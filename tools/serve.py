@@ -99,7 +99,7 @@ def main(argv):
         sys.exit(f"serve.py: unexpected arguments {argv[1:]}; everything is a --flag")
     import keras_bert  # noqa: F401  (first: loads TensorFlow quietly)
     from keras_bert.backend import quiet_native_stderr
-    from keras_bert.export import server as server_lib
+    from keras_bert import serving as server_lib
 
     _logging()
     try:
