@@ -34,8 +34,6 @@ harness.start()  # before TensorFlow: keep the table clean
 
 from absl import app, flags  # noqa: E402
 
-from benchmarks.common import timing  # noqa: E402
-
 FLAGS = flags.FLAGS
 harness.define_flags(batch_size=32, seq_length=128, num_layers=12, steps=1, warmup=1, rounds=3,
                      precisions=["fp32", "mixed_bfloat16"], xla=["off"],
@@ -117,24 +115,8 @@ def _torch_runner(precision, ids, mask, types, labels):
             "token_type_ids": torch.from_numpy(types).long(),
             "labels": torch.from_numpy(labels).long()}
 
-    def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16,
-                            enabled=precision == "mixed_bfloat16"):
-            loss = model(**feed).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
-
-    return ("hf_torch", "hf_torch", step)
-
-
-def _measure(runners):
-    """Examples/s of each runner, the best of its interleaved rounds."""
-    rates = timing.interleaved_rates([run for _, _, run in runners], FLAGS.batch_size,
-                                     FLAGS.rounds, FLAGS.steps, FLAGS.warmup)
-    return [max(r) for r in rates]
+    return ("hf_torch", "hf_torch",
+            harness.torch_train_step(model, optimizer, lambda: model(**feed).loss, precision))
 
 
 def main(argv):
@@ -149,24 +131,12 @@ def main(argv):
         runners = _keras_runners(precision, ids, mask, types, labels)
         if "hf_torch" in FLAGS.peers:
             runners.append(_torch_runner(precision, ids, mask, types, labels))
-        best = _measure(runners)
-        ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
-        peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
-        fastest_peer = max(peers) if peers else None
-        for (name, kind, _), value in zip(runners, best):
-            results.append({"precision": precision, "model": name, "examples_per_s": value})
-        results.append({"precision": precision, "model": "ratio ours / fastest peer",
-                        "examples_per_s": ours / fastest_peer if fastest_peer else None})
+        best = harness.best_rates(runners, FLAGS.batch_size)  # examples/s
+        results += harness.rows_with_ratio(precision, runners, best, "examples_per_s")
 
     print(f"fine-tuning step, L{FLAGS.num_layers}/H768, batch {FLAGS.batch_size} x seq "
           f"{FLAGS.seq_length}, best of {FLAGS.rounds} rounds of {FLAGS.steps} step(s)")
-    print(f"| {'precision':14} | {'model':26} | {'examples/s':>10} |")
-    print(f"|{'-' * 16}|{'-' * 28}|{'-' * 12}|")
-    for r in results:
-        value = r["examples_per_s"]
-        shown = "n/a" if value is None else (f"{value:.2f}x" if r["model"].startswith("ratio")
-                                             else f"{value:.2f}")
-        print(f"| {r['precision']:14} | {r['model']:26} | {shown:>10} |")
+    harness.print_table(results, "examples_per_s", "examples/s", 26)
     harness.print_summary({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
                            "num_layers": FLAGS.num_layers, "results": results})
 

@@ -41,8 +41,6 @@ import warnings  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
-from benchmarks.common import timing  # noqa: E402
-
 FLAGS = flags.FLAGS
 harness.define_flags(batch_size=32, seq_length=128, max_predictions_per_seq=20, num_layers=4,
                      steps=3, warmup=1, rounds=3, precisions=["fp32", "mixed_bfloat16"],
@@ -158,31 +156,17 @@ def _torch_runner(precision, d):
     labels = torch.from_numpy(d["masked_ids"]).long()
     weights = torch.from_numpy(d["weights"])
 
-    def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16,
-                            enabled=precision == "mixed_bfloat16"):
-            sequence = model.bert(**feed).last_hidden_state       # [b, s, h]
-            index = positions.unsqueeze(-1).expand(-1, -1, sequence.shape[-1])
-            gathered = torch.gather(sequence, 1, index)           # [b, p, h]
-            logits = model.cls(gathered).float()                  # [b, p, vocab]
+    def loss():
+        sequence = model.bert(**feed).last_hidden_state       # [b, s, h]
+        index = positions.unsqueeze(-1).expand(-1, -1, sequence.shape[-1])
+        gathered = torch.gather(sequence, 1, index)           # [b, p, h]
+        logits = model.cls(gathered).float()                  # [b, p, vocab], float32
         losses = torch.nn.functional.cross_entropy(
             logits.reshape(-1, VOCAB), labels.reshape(-1), reduction="none")
-        loss = (losses * weights.reshape(-1)).sum() / weights.sum()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return (losses * weights.reshape(-1)).sum() / weights.sum()
 
-    return ("hf_torch (masked positions)", "hf_torch", step)
-
-
-def _measure(runners):
-    """Tokens/s of each runner, the best of its interleaved rounds."""
-    rates = timing.interleaved_rates([run for _, _, run in runners],
-                                     FLAGS.batch_size * FLAGS.seq_length, FLAGS.rounds,
-                                     FLAGS.steps, FLAGS.warmup)
-    return [max(r) for r in rates]
+    return ("hf_torch (masked positions)", "hf_torch",
+            harness.torch_train_step(model, optimizer, loss, precision))
 
 
 def main(argv):
@@ -197,26 +181,14 @@ def main(argv):
         runners = _keras_runners(precision, d)
         if "hf_torch" in FLAGS.peers:
             runners.append(_torch_runner(precision, d))
-        best = _measure(runners)
-        ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
-        peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
-        fastest_peer = max(peers) if peers else None
-        for (name, _, _), value in zip(runners, best):
-            results.append({"precision": precision, "model": name, "tokens_per_s": value})
-        results.append({"precision": precision, "model": "ratio ours / fastest peer",
-                        "tokens_per_s": ours / fastest_peer if fastest_peer else None})
+        best = harness.best_rates(runners, FLAGS.batch_size * FLAGS.seq_length)  # tokens/s
+        results += harness.rows_with_ratio(precision, runners, best, "tokens_per_s")
 
     sizes = _sizes()
     print(f"pre-training step, L{sizes['num_hidden_layers']}/H{sizes['hidden_size']}, batch "
           f"{FLAGS.batch_size} x seq {FLAGS.seq_length}, {FLAGS.max_predictions_per_seq} "
           f"predictions/seq, best of {FLAGS.rounds} rounds of {FLAGS.steps} step(s)")
-    print(f"| {'precision':14} | {'model':28} | {'tokens/s':>10} |")
-    print(f"|{'-' * 16}|{'-' * 30}|{'-' * 12}|")
-    for r in results:
-        value = r["tokens_per_s"]
-        shown = "n/a" if value is None else (f"{value:.2f}x" if r["model"].startswith("ratio")
-                                             else f"{value:,.0f}")
-        print(f"| {r['precision']:14} | {r['model']:28} | {shown:>10} |")
+    harness.print_table(results, "tokens_per_s", "tokens/s", 28, number="{:,.0f}")
     harness.print_summary({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
                            "max_predictions_per_seq": FLAGS.max_predictions_per_seq,
                            **sizes, "results": results})

@@ -12,8 +12,10 @@ which inspect, linecache and absl import), then calls `start` before TensorFlow 
     harness.start()
 
 `define_flags` defines the flags the scripts share (batch size, lengths, timed rounds,
-precisions, XLA, peers) with one help text each; `print_summary` prints the JSON object that
-is every script's last line; `run` runs ``main`` with absl.
+precisions, XLA, peers) with one help text each; `best_rates`, `rows_with_ratio`,
+`print_table` and `torch_train_step` are the training-step benchmarks' common parts (their
+runners are ``(name, kind, step)``, kind ``"keras_bert"`` for ours); `print_summary` prints
+the JSON object that is every script's last line; `run` runs ``main`` with absl.
 """
 
 import json
@@ -21,6 +23,8 @@ import os
 import pathlib
 
 from absl import app, flags
+
+from benchmarks.common import timing
 
 flags.disclaim_key_flags()  # the flags defined here are the script's: its --help lists them
 
@@ -68,6 +72,56 @@ def define_flags(help=None, flag_values=flags.FLAGS, **defaults):
             raise TypeError(f"--{name}: a list or an integer default, got {default!r}")
         else:
             flags.DEFINE_integer(name, default, help[name], flag_values=flag_values)
+
+
+def best_rates(runners, units_per_step):
+    """Units/s of each ``(name, kind, step)`` runner, the best of its interleaved rounds
+    (``--rounds`` of ``--steps`` steps after ``--warmup``)."""
+    flag = flags.FLAGS
+    rates = timing.interleaved_rates([run for _, _, run in runners], units_per_step,
+                                     flag.rounds, flag.steps, flag.warmup)
+    return [max(r) for r in rates]
+
+
+def rows_with_ratio(precision, runners, best, key):
+    """A table row ``{"precision", "model", key}`` per runner, then the row of the ratio of
+    our best to the fastest peer's (None without a peer)."""
+    ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
+    peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
+    fastest_peer = max(peers) if peers else None
+    rows = [{"precision": precision, "model": name, key: value}
+            for (name, _, _), value in zip(runners, best)]
+    rows.append({"precision": precision, "model": "ratio ours / fastest peer",
+                 key: ours / fastest_peer if fastest_peer else None})
+    return rows
+
+
+def print_table(rows, key, unit, model_width, number="{:.2f}"):
+    """Prints `rows_with_ratio`'s rows as a Markdown table: precision, model, ``unit``
+    (values as ``number`` formats them, the ratio as ``1.23x``)."""
+    print(f"| {'precision':14} | {'model':{model_width}} | {unit:>10} |")
+    print(f"|{'-' * 16}|{'-' * (model_width + 2)}|{'-' * 12}|")
+    for row in rows:
+        value = row[key]
+        shown = "n/a" if value is None else (
+            f"{value:.2f}x" if row["model"].startswith("ratio") else number.format(value))
+        print(f"| {row['precision']:14} | {row['model']:{model_width}} | {shown:>10} |")
+
+
+def torch_train_step(model, optimizer, loss, precision):
+    """One training step of a torch peer as a runner's step: ``loss()`` under bf16 autocast
+    for ``mixed_bfloat16``, backward, gradients clipped to norm 1.0, optimizer step."""
+    import torch
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16"):
+            value = loss()
+        value.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(value.detach())
+    return step
 
 
 def print_summary(summary):

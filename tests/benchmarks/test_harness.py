@@ -44,3 +44,21 @@ def test_summary_is_one_json_line(capsys):
     out = capsys.readouterr().out
     assert out.count("\n") == 1
     assert json.loads(out) == {"results": [{"model": "keras_bert", "tokens_per_s": 1.5}]}
+
+
+def test_rows_with_the_ratio_to_the_fastest_peer_and_their_table(capsys):
+    runners = [("keras_bert (xla off)", "keras_bert", None),
+               ("keras_bert (xla on)", "keras_bert", None),
+               ("keras_hub (xla off)", "keras_hub", None), ("hf_torch", "hf_torch", None)]
+    rows = harness.rows_with_ratio("fp32", runners, [10.0, 12.0, 6.0, 8.0], "examples_per_s")
+    assert [r["model"] for r in rows][-1] == "ratio ours / fastest peer"
+    assert rows[-1]["examples_per_s"] == 12.0 / 8.0 and rows[3]["examples_per_s"] == 8.0
+    alone = harness.rows_with_ratio("fp32", runners[:1], [10.0], "examples_per_s")
+    assert alone[-1]["examples_per_s"] is None
+    harness.print_table(rows + alone, "examples_per_s", "examples/s", 26)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"| {'precision':14} | {'model':26} | {'examples/s':>10} |"
+    assert lines[1] == f"|{'-' * 16}|{'-' * 28}|{'-' * 12}|"
+    assert lines[3] == f"| {'fp32':14} | {'keras_bert (xla on)':26} | {'12.00':>10} |"
+    assert lines[6] == f"| {'fp32':14} | {'ratio ours / fastest peer':26} | {'1.50x':>10} |"
+    assert lines[-1].endswith("|        n/a |")
