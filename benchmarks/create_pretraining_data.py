@@ -26,32 +26,31 @@ of each run counts, and its peak memory is the largest seen. The last line is on
 object of all figures.
 """
 
-# benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this
-# folder off the import path (see benchmarks/encoder.py).
-import os as _os  # noqa: E402
-import sys as _sys  # noqa: E402
-
+# The repository root in place of this folder on the import path (benchmarks/tokenize.py
+# would shadow the standard library's tokenize): see benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
 
-import os  # noqa: E402
-import pathlib  # noqa: E402
-import sys  # noqa: E402
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+harness.start("2")
 
 import json  # noqa: E402
+import os  # noqa: E402
+import pathlib  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+REPO = harness.REPO
 
-flags.DEFINE_integer("rounds", 1, "Interleaved rounds of every run (the best time counts).")
+harness.define_flags(rounds=1, help={
+    "rounds": "Interleaved rounds of every run (the best time counts)."})
 flags.DEFINE_integer("corpus_copies", 10, "Copies of the corpus (as files) of the large run.")
 flags.DEFINE_integer("dupe_factor", 5, "--dupe_factor of every run.")
 flags.DEFINE_integer("max_seq_length", 128, "--max_seq_length of every run.")
@@ -250,8 +249,8 @@ def main(argv):
     print(f"ours / original at 1x: {summary['speedup_1x']:.2f}x instances/s "
           f"({summary['speedup_1x_wall']:.2f}x on wall time); peak RSS of ours on "
           f"{copies} / on 1x (1 worker): {summary['rss_large_over_1x']:.3f}")
-    print(json.dumps(summary))
+    harness.print_summary(summary)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    harness.run(main)

@@ -15,46 +15,30 @@ machine whose speed drifts); GFLOP/s (2 x multiply-adds of the encoder blocks pe
 that as a percentage of TF's own 4096^3 matmul on this machine in the same compute dtype
 (``--ceiling``), i.e. how close the forward pass comes to what the hardware gives TensorFlow.
 
-Measured figures and what they mean on the development VM: README.md, "Benchmarks".
+Measured figures and what they mean on the development VM: docs/benchmarks.md.
 """
 
-# benchmarks/tokenize.py shares its name with the standard library's `tokenize` (which
-# inspect, linecache and absl import): keep this folder off the import path so that
-# `import tokenize` finds the standard library, not the benchmark.
-import os as _os  # noqa: E402
-import sys as _sys  # noqa: E402
-
+# The repository root in place of this folder on the import path (benchmarks/tokenize.py
+# would shadow the standard library's tokenize): see benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
 
+harness.start()  # before TensorFlow: keep its C++ logging out of the table
 
-import os
-import pathlib
-
-# Before TensorFlow is imported: keep its C++ logging out of the table.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # the default on x86; said so, TF stays quiet
-
-import json  # noqa: E402
-import sys  # noqa: E402
+import os  # noqa: E402
 import time  # noqa: E402
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
-from benchmarks.common import timing  # noqa: E402  (the repository root is on the path now)
+from benchmarks.common import timing  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
-flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
-flags.DEFINE_integer("steps", 2, "Forward passes per timed round.")
-flags.DEFINE_integer("warmup", 1, "Untimed forward passes before timing (after tracing).")
-flags.DEFINE_integer("rounds", 5, "Interleaved timed rounds per model; the best one counts "
-                     "(other processes can only slow a round down, so the best is the fairest).")
-flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16, mixed_float16.")
-flags.DEFINE_list("xla", ["on", "off"], "jit_compile settings to run: on, off.")
-flags.DEFINE_list("peers", ["keras_hub"], "Peers to measure: keras_hub, hf_torch, torch_compile.")
-flags.DEFINE_integer("num_layers", 12, "Transformer blocks (12 = BERT-base).")
+harness.define_flags(batch_size=32, seq_length=128, steps=2, warmup=1, rounds=5,
+                     precisions=["fp32", "mixed_bfloat16"], xla=["on", "off"],
+                     peers=["keras_hub"], num_layers=12)
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF and torch; 0 = their default.")
 flags.DEFINE_integer("inter_op_threads", 0, "TF inter-op threads; 0 = TF's default.")
 flags.DEFINE_bool("ceiling", True, "Also measure TF's square-matmul GFLOP/s per precision and "
@@ -295,12 +279,12 @@ def main(argv):
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPUs, 1-min load average {load:.1f} at the end "
           "(other processes slow every figure; compare ratios within one run)")
-    print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
-                      "num_layers": FLAGS.num_layers, "cpus": os.cpu_count(),
-                      "load_average": round(load, 2), "flops_per_token": flops_per_token,
-                      "matmul_ceiling_gflop_per_s": ceilings, "results": results,
-                      "best": summary}))
+    harness.print_summary({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+                           "num_layers": FLAGS.num_layers, "cpus": os.cpu_count(),
+                           "load_average": round(load, 2), "flops_per_token": flops_per_token,
+                           "matmul_ceiling_gflop_per_s": ceilings, "results": results,
+                           "best": summary})
 
 
 if __name__ == "__main__":
-    app.run(main)
+    harness.run(main)

@@ -22,38 +22,22 @@ is one JSON object with every figure.
     python benchmarks/finetune.py --num_layers=2 --batch_size=8 --seq_length=32   # quick look
 """
 
-# benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this
-# folder off the import path (see benchmarks/encoder.py).
-import os as _os  # noqa: E402
-import sys as _sys  # noqa: E402
-
+# The repository root in place of this folder on the import path (benchmarks/tokenize.py
+# would shadow the standard library's tokenize): see benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
 
-import os  # noqa: E402
-import pathlib  # noqa: E402
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow: keep the table clean
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
-import json  # noqa: E402
-import sys  # noqa: E402
+harness.start()  # before TensorFlow: keep the table clean
 
 from absl import app, flags  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
-from benchmarks.common import timing  # noqa: E402  (the repository root is on the path now)
-
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("batch_size", 32, "Examples per training step.")
-flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
-flags.DEFINE_integer("num_layers", 12, "Transformer blocks (12 = BERT-base).")
-flags.DEFINE_integer("steps", 1, "Training steps per timed round.")
-flags.DEFINE_integer("warmup", 1, "Untimed steps before timing (after tracing/compiling).")
-flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds per model; the best one counts.")
-flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16.")
-flags.DEFINE_list("xla", ["off"], "jit_compile settings for the Keras models: on, off.")
-flags.DEFINE_list("peers", ["keras_hub", "hf_torch"], "Peers to measure: keras_hub, hf_torch.")
+harness.define_flags(batch_size=32, seq_length=128, num_layers=12, steps=1, warmup=1, rounds=3,
+                     precisions=["fp32", "mixed_bfloat16"], xla=["off"],
+                     peers=["keras_hub", "hf_torch"])
 
 # BERT as Google released it: GELU is the tanh approximation (google-research/bert's
 # modeling.gelu; keras_bert's registry sizes are "gelu_tanh"; keras-hub's BertBackbone uses
@@ -131,24 +115,8 @@ def _torch_runner(precision, ids, mask, types, labels):
             "token_type_ids": torch.from_numpy(types).long(),
             "labels": torch.from_numpy(labels).long()}
 
-    def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16,
-                            enabled=precision == "mixed_bfloat16"):
-            loss = model(**feed).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
-
-    return ("hf_torch", "hf_torch", step)
-
-
-def _measure(runners):
-    """Examples/s of each runner, the best of its interleaved rounds."""
-    rates = timing.interleaved_rates([run for _, _, run in runners], FLAGS.batch_size,
-                                     FLAGS.rounds, FLAGS.steps, FLAGS.warmup)
-    return [max(r) for r in rates]
+    return ("hf_torch", "hf_torch",
+            harness.torch_train_step(model, optimizer, lambda: model(**feed).loss, precision))
 
 
 def main(argv):
@@ -163,27 +131,15 @@ def main(argv):
         runners = _keras_runners(precision, ids, mask, types, labels)
         if "hf_torch" in FLAGS.peers:
             runners.append(_torch_runner(precision, ids, mask, types, labels))
-        best = _measure(runners)
-        ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
-        peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
-        fastest_peer = max(peers) if peers else None
-        for (name, kind, _), value in zip(runners, best):
-            results.append({"precision": precision, "model": name, "examples_per_s": value})
-        results.append({"precision": precision, "model": "ratio ours / fastest peer",
-                        "examples_per_s": ours / fastest_peer if fastest_peer else None})
+        best = harness.best_rates(runners, FLAGS.batch_size)  # examples/s
+        results += harness.rows_with_ratio(precision, runners, best, "examples_per_s")
 
     print(f"fine-tuning step, L{FLAGS.num_layers}/H768, batch {FLAGS.batch_size} x seq "
           f"{FLAGS.seq_length}, best of {FLAGS.rounds} rounds of {FLAGS.steps} step(s)")
-    print(f"| {'precision':14} | {'model':26} | {'examples/s':>10} |")
-    print(f"|{'-' * 16}|{'-' * 28}|{'-' * 12}|")
-    for r in results:
-        value = r["examples_per_s"]
-        shown = "n/a" if value is None else (f"{value:.2f}x" if r["model"].startswith("ratio")
-                                             else f"{value:.2f}")
-        print(f"| {r['precision']:14} | {r['model']:26} | {shown:>10} |")
-    print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
-                      "num_layers": FLAGS.num_layers, "results": results}))
+    harness.print_table(results, "examples_per_s", "examples/s", 26)
+    harness.print_summary({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+                           "num_layers": FLAGS.num_layers, "results": results})
 
 
 if __name__ == "__main__":
-    app.run(main)
+    harness.run(main)

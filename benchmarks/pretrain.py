@@ -25,43 +25,28 @@ anything, unfavourable to it. The last line is one JSON object with every figure
     python benchmarks/pretrain.py --num_layers=1 --batch_size=4 --seq_length=32   # quick look
 """
 
-# benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this
-# folder off the import path (see benchmarks/encoder.py).
-import os as _os  # noqa: E402
-import sys as _sys  # noqa: E402
-
+# The repository root in place of this folder on the import path (benchmarks/tokenize.py
+# would shadow the standard library's tokenize): see benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
 
-import os  # noqa: E402
-import pathlib  # noqa: E402
+# Whatever the caller set: keras-hub's masked-LM model logs an E-level oneDNN line ("supports
+# DT_INT64 only on platforms with AVX-512") that would cut the table.
+harness.start(override=True)
 
-# Before TensorFlow, and whatever the caller set: keras-hub's masked-LM model logs an E-level
-# oneDNN line ("supports DT_INT64 only on platforms with AVX-512") that would cut the table.
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
-import json  # noqa: E402
-import sys  # noqa: E402
 import warnings  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the keras_bert here
-from benchmarks.common import timing  # noqa: E402  (the repository root is on the path now)
-
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("batch_size", 32, "Sequences per training step.")
-flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
-flags.DEFINE_integer("num_layers", 4, "Transformer blocks (4 = the `small` preset).")
+harness.define_flags(batch_size=32, seq_length=128, max_predictions_per_seq=20, num_layers=4,
+                     steps=3, warmup=1, rounds=3, precisions=["fp32", "mixed_bfloat16"],
+                     xla=["off", "on"], peers=["keras_hub", "hf_torch"],
+                     help={"num_layers": "Transformer blocks (4 = the `small` preset)."})
 flags.DEFINE_integer("hidden_size", 512, "Hidden size (512 = `small`; heads = hidden / 64).")
-flags.DEFINE_integer("steps", 3, "Training steps per timed round.")
-flags.DEFINE_integer("warmup", 1, "Untimed steps before timing (after tracing/compiling).")
-flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds per model; the best one counts.")
-flags.DEFINE_list("precisions", ["fp32", "mixed_bfloat16"], "fp32, mixed_bfloat16.")
-flags.DEFINE_list("xla", ["off", "on"], "jit_compile settings for the Keras models: on, off.")
-flags.DEFINE_list("peers", ["keras_hub", "hf_torch"], "Peers to measure: keras_hub, hf_torch.")
 
 VOCAB = 30522
 _POLICY = {"fp32": "float32", "mixed_bfloat16": "mixed_bfloat16"}
@@ -171,31 +156,17 @@ def _torch_runner(precision, d):
     labels = torch.from_numpy(d["masked_ids"]).long()
     weights = torch.from_numpy(d["weights"])
 
-    def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16,
-                            enabled=precision == "mixed_bfloat16"):
-            sequence = model.bert(**feed).last_hidden_state       # [b, s, h]
-            index = positions.unsqueeze(-1).expand(-1, -1, sequence.shape[-1])
-            gathered = torch.gather(sequence, 1, index)           # [b, p, h]
-            logits = model.cls(gathered).float()                  # [b, p, vocab]
+    def loss():
+        sequence = model.bert(**feed).last_hidden_state       # [b, s, h]
+        index = positions.unsqueeze(-1).expand(-1, -1, sequence.shape[-1])
+        gathered = torch.gather(sequence, 1, index)           # [b, p, h]
+        logits = model.cls(gathered).float()                  # [b, p, vocab], float32
         losses = torch.nn.functional.cross_entropy(
             logits.reshape(-1, VOCAB), labels.reshape(-1), reduction="none")
-        loss = (losses * weights.reshape(-1)).sum() / weights.sum()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return (losses * weights.reshape(-1)).sum() / weights.sum()
 
-    return ("hf_torch (masked positions)", "hf_torch", step)
-
-
-def _measure(runners):
-    """Tokens/s of each runner, the best of its interleaved rounds."""
-    rates = timing.interleaved_rates([run for _, _, run in runners],
-                                     FLAGS.batch_size * FLAGS.seq_length, FLAGS.rounds,
-                                     FLAGS.steps, FLAGS.warmup)
-    return [max(r) for r in rates]
+    return ("hf_torch (masked positions)", "hf_torch",
+            harness.torch_train_step(model, optimizer, loss, precision))
 
 
 def main(argv):
@@ -210,30 +181,18 @@ def main(argv):
         runners = _keras_runners(precision, d)
         if "hf_torch" in FLAGS.peers:
             runners.append(_torch_runner(precision, d))
-        best = _measure(runners)
-        ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
-        peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
-        fastest_peer = max(peers) if peers else None
-        for (name, _, _), value in zip(runners, best):
-            results.append({"precision": precision, "model": name, "tokens_per_s": value})
-        results.append({"precision": precision, "model": "ratio ours / fastest peer",
-                        "tokens_per_s": ours / fastest_peer if fastest_peer else None})
+        best = harness.best_rates(runners, FLAGS.batch_size * FLAGS.seq_length)  # tokens/s
+        results += harness.rows_with_ratio(precision, runners, best, "tokens_per_s")
 
     sizes = _sizes()
     print(f"pre-training step, L{sizes['num_hidden_layers']}/H{sizes['hidden_size']}, batch "
           f"{FLAGS.batch_size} x seq {FLAGS.seq_length}, {FLAGS.max_predictions_per_seq} "
           f"predictions/seq, best of {FLAGS.rounds} rounds of {FLAGS.steps} step(s)")
-    print(f"| {'precision':14} | {'model':28} | {'tokens/s':>10} |")
-    print(f"|{'-' * 16}|{'-' * 30}|{'-' * 12}|")
-    for r in results:
-        value = r["tokens_per_s"]
-        shown = "n/a" if value is None else (f"{value:.2f}x" if r["model"].startswith("ratio")
-                                             else f"{value:,.0f}")
-        print(f"| {r['precision']:14} | {r['model']:28} | {shown:>10} |")
-    print(json.dumps({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
-                      "max_predictions_per_seq": FLAGS.max_predictions_per_seq,
-                      **sizes, "results": results}))
+    harness.print_table(results, "tokens_per_s", "tokens/s", 28, number="{:,.0f}")
+    harness.print_summary({"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+                           "max_predictions_per_seq": FLAGS.max_predictions_per_seq,
+                           **sizes, "results": results})
 
 
 if __name__ == "__main__":
-    app.run(main)
+    harness.run(main)

@@ -17,43 +17,40 @@ printed; the run fails unless there are none.
     python benchmarks/serve.py --model=minilm_l6 --seq_length=128
 """
 
-# benchmarks/tokenize.py shares its name with the standard library's `tokenize`: keep this
-# folder off the import path (see benchmarks/encoder.py).
-import os as _os  # noqa: E402
-import sys as _sys  # noqa: E402
-
+# The repository root in place of this folder on the import path (benchmarks/tokenize.py
+# would shadow the standard library's tokenize): see benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
 
-import os  # noqa: E402
-import pathlib  # noqa: E402
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow: keep the table clean
+harness.start()  # before TensorFlow: keep the table clean
 
 import json  # noqa: E402
+import os  # noqa: E402
+import pathlib  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from absl import app, flags  # noqa: E402
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the keras_bert here, and the serving-model fixture in tests/
+from absl import flags  # noqa: E402
 
 FLAGS = flags.FLAGS
+harness.define_flags(seq_length=64, warmup=5, rounds=2, help={
+    "seq_length": "Sequence length of the served preprocessor.",
+    "warmup": "Untimed requests per client before each timed run.",
+    "rounds": "Interleaved rounds; the best of each mode is reported."})
 flags.DEFINE_string("model", "tiny", "tiny (random L2/H16) or a preset name, e.g. minilm_l6.")
-flags.DEFINE_integer("seq_length", 64, "Sequence length of the served preprocessor.")
 flags.DEFINE_integer("clients", 8, "Concurrent clients (threads, one connection each).")
 flags.DEFINE_integer("requests", 200, "Timed requests per client.")
-flags.DEFINE_integer("warmup", 5, "Untimed requests per client before each timed run.")
 flags.DEFINE_integer("texts_per_request", 1, "Strings in each request.")
 flags.DEFINE_list("protocols", ["grpc", "rest"], "grpc, rest.")
 flags.DEFINE_integer("max_batch_size", 32, "The batching server's --max_batch_size.")
 flags.DEFINE_integer("batch_timeout_micros", 0, "The batching server's --batch_timeout_micros.")
 flags.DEFINE_integer("num_batch_threads", 0, "The batching server's --num_batch_threads "
                      "(0: its default, the CPU count).")
-flags.DEFINE_integer("rounds", 2, "Interleaved rounds; the best of each mode is reported.")
 
 _LOOP = "in-process loop, 1 thread"
 _THREADS = "in-process, one thread per client"
@@ -274,15 +271,15 @@ def _report(best, failures, calls):
                                              for mode, value in calls.items()))
     for failure in failures[:20]:
         print(f"FAILED {failure}")
-    print(json.dumps({"model": FLAGS.model, "seq_length": FLAGS.seq_length,
-                      "clients": FLAGS.clients, "requests": FLAGS.requests,
-                      "texts_per_request": FLAGS.texts_per_request,
-                      "max_batch_size": FLAGS.max_batch_size,
-                      "batch_timeout_micros": FLAGS.batch_timeout_micros,
-                      "num_batch_threads": FLAGS.num_batch_threads, "modes": best,
-                      "floor_qps": floor, "batching_gain": gains, "rows_per_call": calls,
-                      "failed": len(failures)}))
+    harness.print_summary({"model": FLAGS.model, "seq_length": FLAGS.seq_length,
+                           "clients": FLAGS.clients, "requests": FLAGS.requests,
+                           "texts_per_request": FLAGS.texts_per_request,
+                           "max_batch_size": FLAGS.max_batch_size,
+                           "batch_timeout_micros": FLAGS.batch_timeout_micros,
+                           "num_batch_threads": FLAGS.num_batch_threads, "modes": best,
+                           "floor_qps": floor, "batching_gain": gains, "rows_per_call": calls,
+                           "failed": len(failures)})
 
 
 if __name__ == "__main__":
-    app.run(main)
+    harness.run(main)

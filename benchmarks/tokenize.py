@@ -12,32 +12,23 @@ its speed. Times are the best of --repeats full passes after one warm-up pass; T
 materialised (`.numpy()`), Hugging Face returns Python lists. The last line is one JSON object.
 """
 
-# benchmarks/tokenize.py shares its name with the standard library's `tokenize` (which
-# inspect, linecache and absl import): keep this folder off the import path so that
-# `import tokenize` finds the standard library, not the benchmark.
-import os as _os  # noqa: E402
-import sys as _sys  # noqa: E402
-
+# The repository root in place of this folder on the import path (benchmarks/tokenize.py
+# would shadow the standard library's tokenize): see benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
 
+harness.start("2")  # before TensorFlow is imported
 
-import os
-import sys
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-
-import json  # noqa: E402
+import os  # noqa: E402
 import pathlib  # noqa: E402
 import time  # noqa: E402
 
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-flags.DEFINE_integer("batch_size", 1024, "lines per batch call")
+harness.define_flags(batch_size=1024, help={"batch_size": "lines per batch call"})
 flags.DEFINE_integer("repeats", 3, "timed passes per tokenizer (best one is reported)")
 flags.DEFINE_bool("cased", False, "cased tokenization (do_lower_case=False)")
 flags.DEFINE_integer("max_lines", 0, "use only the first N lines (0: all)")
@@ -164,17 +155,15 @@ def main(argv):
             f"| {r['tokenizer']:36} | {r['lines_per_s']:>9} | {r['mb_per_s']:>7.2f} | "
             f"{r['vs_hf_fast']:>9.2f} | {r['mismatched_lines']:>16} |"
         )
-    print(
-        json.dumps(
-            {
-                "lines": len(lines),
-                "megabytes": round(megabytes, 3),
-                "cased": FLAGS.cased,
-                "batch_size": bs,
-                "cpus": os.cpu_count(),
-                "results": rows,
-            }
-        )
+    harness.print_summary(
+        {
+            "lines": len(lines),
+            "megabytes": round(megabytes, 3),
+            "cased": FLAGS.cased,
+            "batch_size": bs,
+            "cpus": os.cpu_count(),
+            "results": rows,
+        }
     )
 
 
@@ -184,4 +173,4 @@ def _materialise(ragged):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    harness.run(main)

@@ -26,7 +26,15 @@ _IMPORT_NOISE = re.compile(
 
 
 class BackendError(ImportError):
-    """Raised when Keras is configured for a backend other than TensorFlow."""
+    """Raised when Keras is configured for a backend other than TensorFlow.
+
+    Keras on another backend (e.g. ``KERAS_BACKEND=jax``) is refused at ``import keras_bert``;
+    ``except ImportError`` catches it as it does a missing dependency:
+
+    >>> from keras_bert.backend import BackendError
+    >>> issubclass(BackendError, ImportError)
+    True
+    """
 
 
 @contextlib.contextmanager

@@ -16,6 +16,9 @@ file format.
 import copy
 import difflib
 
+# The encoder's inputs, with TF Hub BERT's names, in this order everywhere.
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "tanh", "silu", "linear")
 
 _FIELDS = {
@@ -45,12 +48,30 @@ _RATE_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
 class BertConfigError(ValueError):
-    """A BERT configuration that cannot describe a working model."""
+    """A BERT configuration that cannot describe a working model.
+
+    >>> from keras_bert import BertConfig
+    >>> from keras_bert.config import BertConfigError
+    >>> try:
+    ...     BertConfig(hidden_size=30, num_attention_heads=4)
+    ... except BertConfigError as error:
+    ...     print(error)
+    BertConfig.hidden_size (30) must be divisible by num_attention_heads (4).
+    """
 
 
 class UnknownFieldError(BertConfigError, TypeError):
     """A field name `BertConfig` does not have: a misspelled keyword argument, so a
-    `TypeError` as well (as for every keras_bert constructor)."""
+    `TypeError` as well (as for every keras_bert constructor).
+
+    >>> from keras_bert import BertConfig
+    >>> try:
+    ...     BertConfig(hiden_size=64)
+    ... except TypeError as error:
+    ...     print(type(error).__name__, error)
+    UnknownFieldError Unknown BertConfig field(s) ['hiden_size'] (did you mean 'hidden_size'?);
+    known fields: [...].
+    """
 
 
 class BertConfig:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import keras_bert  # noqa: E402  (loads TensorFlow without its C++ start-up lines)
 import tensorflow as tf  # noqa: E402
 from keras_bert import storage  # noqa: E402
-from keras_bert.text import vocab as vocab_lib  # noqa: E402
+from keras_bert import vocab as vocab_lib  # noqa: E402
 
 RESERVED = vocab_lib.SPECIAL_TOKENS
 

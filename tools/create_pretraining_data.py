@@ -27,6 +27,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the k
 
 from absl import app, flags  # noqa: E402
 
+from keras_bert import options as options_lib  # noqa: E402  (loads TensorFlow quietly)
+from keras_bert.data.pretraining.chunks import PretrainingDataOptions  # noqa: E402
+
 flags.DEFINE_string("input_file", None, "Input text files: globs or a comma-separated list.",
                     required=True)
 flags.DEFINE_string("output_file", None, "Output TFRecord files (comma-separated), or one name "
@@ -36,16 +39,9 @@ flags.DEFINE_string("preset", None, "Take the vocabulary and casing of this pres
                     "directory) instead of --vocab_file.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models); with --preset "
                   "the preset's casing unless given.")
-flags.DEFINE_bool("do_whole_word_mask", False, "Mask whole words (a token and its ## pieces) "
-                  "instead of single WordPiece tokens.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum masked LM predictions per "
-                     "sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-flags.DEFINE_integer("dupe_factor", 10, "Passes over the input (with different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-flags.DEFINE_float("short_seq_prob", 0.1, "Probability of aiming at a sequence shorter than "
-                   "the maximum length.")
+# --max_seq_length, --max_predictions_per_seq, --masked_lm_prob, --short_seq_prob,
+# --dupe_factor, --do_whole_word_mask, --random_seed: PretrainingDataOptions' fields.
+options_lib.define_flags(PretrainingDataOptions)
 flags.DEFINE_integer("num_output_shards", 1, "Number the --output_file name into this many "
                      "files.")
 flags.DEFINE_integer("num_workers", max(1, min((os.cpu_count() or 1) - 1, 8)),
@@ -94,16 +90,10 @@ def main(argv):
     del argv
     import keras_bert  # first: loads TensorFlow quietly
     from keras_bert.data.pretraining import create as pretraining_data
-    from keras_bert.data.pretraining.chunks import PretrainingDataOptions
 
     try:
         vocabulary, do_lower_case = _vocabulary(keras_bert)
-        options = PretrainingDataOptions(
-            max_seq_length=FLAGS.max_seq_length,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-            dupe_factor=FLAGS.dupe_factor, do_whole_word_mask=FLAGS.do_whole_word_mask,
-            random_seed=FLAGS.random_seed)
+        options = options_lib.from_flags(PretrainingDataOptions, FLAGS)
         outputs = pretraining_data.output_paths(FLAGS.output_file, FLAGS.num_output_shards)
         with keras_bert.backend.quiet_native_stderr():
             stats = pretraining_data.create_pretraining_data(

@@ -8,7 +8,7 @@ r"""Serves SavedModels with TF Serving's gRPC and REST APIs, taking tensorflow_m
 The newest numeric version directory under each base path is served, and a new one dropped in
 while serving is picked up (every --file_system_poll_wait_seconds). It listens on 127.0.0.1
 unless --host says otherwise. Client code written for TF Serving works against it unchanged:
-see the README's "Local serving" section. SIGINT or SIGTERM stops it.
+see docs/serving.md. SIGINT or SIGTERM stops it.
 """
 
 import os
@@ -99,7 +99,7 @@ def main(argv):
         sys.exit(f"serve.py: unexpected arguments {argv[1:]}; everything is a --flag")
     import keras_bert  # noqa: F401  (first: loads TensorFlow quietly)
     from keras_bert.backend import quiet_native_stderr
-    from keras_bert.export import server as server_lib
+    from keras_bert import serving as server_lib
 
     _logging()
     try:

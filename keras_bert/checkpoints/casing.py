@@ -19,7 +19,7 @@ copy of an uncased vocabulary), so it contradicts no source.
 """
 
 from keras_bert.checkpoints.common import CheckpointError
-from keras_bert.text.vocab import load_vocabulary
+from keras_bert.vocab import load_vocabulary
 
 CASED_SHARE = 0.05  # of the pieces with cased letters, at least this share capitalised ...
 MIN_CAPITALISED = 2  # ... and at least this many, for a vocabulary to count as cased

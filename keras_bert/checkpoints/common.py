@@ -22,11 +22,20 @@ import re
 
 from keras_bert import storage
 from keras_bert.config import BertConfigError
-from keras_bert.text.vocab import load_vocabulary
+from keras_bert.vocab import load_vocabulary
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that is missing, unreadable, or does not fit its configuration."""
+    """A checkpoint that is missing, unreadable, or does not fit its configuration.
+
+    >>> from keras_bert.checkpoints import CheckpointError
+    >>> from keras_bert.checkpoints.common import read_json_object
+    >>> try:
+    ...     read_json_object("/no/such/bert_config.json", what="BERT config")
+    ... except CheckpointError as error:
+    ...     print(error)
+    Cannot read the BERT config /no/such/bert_config.json: ...
+    """
 
 
 def read_json_object(path, what="JSON file"):

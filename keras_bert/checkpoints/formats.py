@@ -56,6 +56,22 @@ class LocalCheckpoint:
     Attributes: ``path``, ``format``, ``config`` (`BertConfig`), ``vocab_path`` (or None),
     ``vocab_file`` (where the format keeps its vocabulary, there or not), ``do_lower_case``. ``weights()`` reads the canonical dict, checked against ``config``
     (or another `BertConfig`, e.g. one with overridden fields).
+
+    Example (`open_directory` returns one):
+
+    >>> import tempfile
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> from keras_bert.checkpoints import open_directory
+    >>> config = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+    ...                     num_attention_heads=2, intermediate_size=16)
+    >>> path = tempfile.mkdtemp()
+    >>> BertEncoder(config).save_to_preset(path) == path
+    True
+    >>> checkpoint = open_directory(path)
+    >>> checkpoint.format, checkpoint.config == config, checkpoint.vocab_path
+    ('keras_bert', True, None)
+    >>> checkpoint.weights()["bert/embeddings/word_embeddings"].shape
+    (30, 8)
     """
 
     def __init__(self, path, format, config, vocab_path, do_lower_case, metadata=None,

@@ -21,14 +21,31 @@ LABEL_TYPES = ("class", "float")
 
 
 class DataFileError(ValueError):
-    """A data file that is missing, empty or malformed, or lacks a column."""
+    """A data file that is missing, empty or malformed, or lacks a column.
+
+    >>> from keras_bert.data import DataFileError, read_examples
+    >>> try:
+    ...     read_examples("/no/such/train.tsv", text_column="sentence")
+    ... except DataFileError as error:
+    ...     print(error)
+    /no/such/train.tsv: no such data file.
+    """
 
 
 @dataclasses.dataclass
 class Examples:
     """Rows of a data file: ``texts`` (str), ``texts_b`` (str, or None for single texts),
     ``labels`` (int class ids or floats, or None without a label column) and
-    ``label_names`` (class id -> the label as written in the file, for string labels)."""
+    ``label_names`` (class id -> the label as written in the file, for string labels).
+
+    >>> from keras_bert.data import Examples
+    >>> pairs = Examples(["a man eats", "it rains"], texts_b=["he eats", "it is dry"],
+    ...                  labels=[1, 0])
+    >>> len(pairs), pairs.x
+    (2, (['a man eats', 'it rains'], ['he eats', 'it is dry']))
+    >>> Examples(["great", "dull"]).x
+    ['great', 'dull']
+    """
 
     texts: list
     texts_b: list = None

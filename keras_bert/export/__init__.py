@@ -7,6 +7,9 @@ from keras_bert.export.layout import ExportError, next_version
 from keras_bert.export.ops import required_ops
 from keras_bert.export.preprocessor import export_preprocessor
 from keras_bert.export.serving import export_model
+from keras_bert.models.task import register_exporter
+
+register_exporter("tf_saved_model", export_model)  # model.export's default format
 
 __all__ = [
     "ExportError",

@@ -34,7 +34,7 @@ from keras_bert.export.layout import ExportError
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.preset_mixin import vocabulary_file
 from keras_bert.models.task import Task
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import vocab as vocab_lib
 
 
 def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):

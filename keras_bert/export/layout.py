@@ -26,7 +26,16 @@ SAVED_MODEL_FILE = "saved_model.pb"
 
 class ExportError(ValueError):
     """An export that cannot be written: a bad target directory, a model of the wrong kind,
-    or a model that lacks what the export needs (a preprocessor, a vocabulary)."""
+    or a model that lacks what the export needs (a preprocessor, a vocabulary).
+
+    >>> from keras_bert.export import ExportError
+    >>> from keras_bert.export.layout import check_target
+    >>> try:
+    ...     check_target("gs://my-bucket/models/sentiment/1")
+    ... except ExportError as error:
+    ...     print(error)
+    export_dir=gs://my-bucket/models/sentiment/1: exports are written to a local directory ...
+    """
 
 
 def check_target(export_dir, versioned=False):

@@ -10,13 +10,21 @@ seed-generator states included, which ``training=True`` updates).
 
 import tensorflow as tf
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from keras_bert.config import INPUT_NAMES
+
 
 
 class Module(tf.Module):
     """A `tf.Module` whose ``variables``, ``trainable_variables`` and
     ``regularization_losses`` are plain attributes (tf.Module makes the first two read-only
-    properties), as a TF Hub reusable SavedModel carries them."""
+    properties), as a TF Hub reusable SavedModel carries them.
+
+    >>> import tensorflow as tf
+    >>> module = Module()
+    >>> module.variables = module.trainable_variables = [tf.Variable([1.0, 2.0])]
+    >>> len(module.variables), len(module.trainable_variables), module.regularization_losses
+    (1, 1, ())
+    """
 
     variables = ()
     trainable_variables = ()

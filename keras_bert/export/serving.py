@@ -52,13 +52,12 @@ import tensorflow as tf
 
 from keras_bert.export import layout, modules, serving_tasks
 from keras_bert.export.layout import ExportError
-from keras_bert.models.task import Task
 
 SIGNATURES = ("serving_default", "serving_ids")
 
 
 def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
-                 max_answer_length=30, verbose=False):
+                 max_answer_length=30, verbose=False, input_signature=None):
     """Writes the serving SavedModel of the task ``model`` to ``export_dir`` (the version
     directory ``<base>/<name>/<version>``), atomically. ``model.export(export_dir, ...)``
     calls it.
@@ -73,6 +72,7 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
         top_k: predictions per mask (`BertMaskedLM`, `BertPretrainer`).
         max_answer_length: longest answer span in tokens (`BertSpanLabeler`).
         verbose: print where the export went and its signatures.
+        input_signature: must be None (Keras' ``export`` argument): the signatures are fixed.
 
     Returns:
         The absolute path of the export.
@@ -99,9 +99,13 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
     >>> sorted(out), out["probabilities"].shape
     (['label_ids', 'labels', 'logits', 'probabilities'], TensorShape([2, 2]))
     """
-    if not isinstance(model, Task):
+    if getattr(type(model), "serving_adapter", None) is None:
         raise ExportError(f"export_model takes a keras_bert task model, got "
                           f"{type(model).__name__}.")
+    if input_signature is not None:
+        raise ExportError(
+            "input_signature: the serving export's signatures are fixed (serving_default "
+            "takes text, serving_ids the packed ids); see keras_bert.export.serving.")
     if model.preprocessor is None:
         raise ExportError(
             f"This {type(model).__name__} has no preprocessor (preprocessor=None), so its "

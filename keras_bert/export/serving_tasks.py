@@ -10,17 +10,11 @@ import tensorflow as tf
 
 from keras_bert.export import modules
 from keras_bert.export.layout import ExportError
-from keras_bert.models.classifier import BertClassifier
-from keras_bert.models.masked_lm import BertMaskedLM, BertPretrainer
-from keras_bert.models.multiple_choice import BertMultipleChoice
-from keras_bert.models.span_labeler import BertSpanLabeler
-from keras_bert.models.token_classifier import BertTokenClassifier
-from keras_bert.text import checks
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import checks
+from keras_bert import vocab as vocab_lib
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
-from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert.text.preprocessor import sync_packer
 
 
 def _strings(*names, shape=(None,)):
@@ -29,7 +23,28 @@ def _strings(*names, shape=(None,)):
 
 class TaskServing:
     """The serving behaviour of one task model. Subclasses set the text inputs and the
-    outputs; see `keras_bert.export.serving` for the contract."""
+    outputs; see `keras_bert.export.serving` for the contract.
+
+    Example (`for_model` picks the class of a task model, here `ClassifierServing`):
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertClassifier(encoder, num_classes=2,
+    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> serving = for_model(model, pairs=True)
+    >>> type(serving).__name__, serving.describe_inputs()
+    ('ClassifierServing', 'text_a, text_b')
+    >>> sorted(serving.ids_specs())
+    ['input_mask', 'input_type_ids', 'input_word_ids']
+    >>> texts = {"text_a": tf.constant(["a great movie"]), "text_b": tf.constant(["dull"])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> inputs["input_type_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 0, 1, 1, 0]]
+    """
 
     takes_pairs = False  # whether `pairs=True` (text_a, text_b) makes sense for the task
     preprocessor_cls = BertPreprocessor  # the preprocessor the text signature works with
@@ -104,7 +119,23 @@ def _classes(logits, softmaxed=False):
 
 class ClassifierServing(TaskServing):
     """`BertClassifier`: ``text`` (or ``text_a``, ``text_b``) -> ``logits``,
-    ``probabilities``, ``label_ids`` (+ ``labels``); regression -> ``score``."""
+    ``probabilities``, ``label_ids`` (+ ``labels``); regression -> ``score``.
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertClassifier(encoder, num_classes=2,
+    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> serving = ClassifierServing(model, label_names=["negative", "positive"])
+    >>> texts = {"text": tf.constant(["a great movie", "dull"])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    >>> sorted(out), out["probabilities"].shape, out["labels"].dtype
+    (['label_ids', 'labels', 'logits', 'probabilities'], TensorShape([2, 2]), tf.string)
+    """
 
     takes_pairs = True
 
@@ -125,7 +156,26 @@ class ClassifierServing(TaskServing):
 
 class MultipleChoiceServing(TaskServing):
     """`BertMultipleChoice`: ``context`` [batch] and ``choices`` [batch, num_choices] ->
-    ``logits``, ``probabilities``, ``label_ids`` (the index of the chosen choice)."""
+    ``logits``, ``probabilities``, ``label_ids`` (the index of the chosen choice).
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import (BertConfig, BertEncoder, BertMultipleChoice,
+    ...                         BertMultipleChoicePreprocessor)
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "he", "ran", "sat", "slept"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> preprocessor = BertMultipleChoicePreprocessor(vocab, seq_length=6)
+    >>> model = BertMultipleChoice(encoder, num_choices=3, preprocessor=preprocessor)
+    >>> serving = MultipleChoiceServing(model)
+    >>> texts = {"context": tf.constant(["he"]), "choices": tf.constant([["ran", "sat", "slept"]])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> inputs["input_word_ids"].shape
+    TensorShape([1, 3, 6])
+    >>> out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    >>> out["probabilities"].shape, out["label_ids"].shape
+    (TensorShape([1, 3]), TensorShape([1]))
+    """
 
     preprocessor_cls = BertMultipleChoicePreprocessor
 
@@ -147,7 +197,24 @@ class MultipleChoiceServing(TaskServing):
 class TokenClassifierServing(TaskServing):
     """`BertTokenClassifier`: ``text`` (words separated by whitespace) -> per token
     ``logits``, ``probabilities``, ``label_ids`` [batch, seq]; per word (text signature)
-    ``words``, ``word_label_ids`` (+ ``word_labels``) [batch, words]."""
+    ``words``, ``word_label_ids`` (+ ``word_labels``) [batch, words].
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import (BertConfig, BertEncoder, BertTokenClassifier,
+    ...                         BertTokenClassifierPreprocessor)
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "is", "big", "##gest"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> preprocessor = BertTokenClassifierPreprocessor(vocab, seq_length=8)
+    >>> model = BertTokenClassifier(encoder, num_classes=3, preprocessor=preprocessor)
+    >>> serving = TokenClassifierServing(model, label_names=["O", "B-LOC", "I-LOC"])
+    >>> texts = {"text": tf.constant(["Paris is biggest"])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    >>> out["words"].numpy().tolist(), out["word_labels"].shape, out["label_ids"].shape
+    ([[b'Paris', b'is', b'biggest']], TensorShape([1, 3]), TensorShape([1, 8]))
+    """
 
     preprocessor_cls = BertTokenClassifierPreprocessor
 
@@ -177,7 +244,25 @@ class TokenClassifierServing(TaskServing):
 class SpanLabelerServing(TaskServing):
     """`BertSpanLabeler`: ``question``, ``context`` -> ``start_logits``, ``end_logits``
     [batch, seq], the best span in the context ``start_index``, ``end_index`` [batch]
-    (0, 0: none) and, from the text signature, its WordPiece text ``answer``."""
+    (0, 0: none) and, from the text signature, its WordPiece text ``answer``.
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import BertConfig, BertEncoder, BertPreprocessor, BertSpanLabeler
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "ran", "he", "home"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertSpanLabeler(encoder, preprocessor=BertPreprocessor(vocab, seq_length=10))
+    >>> serving = SpanLabelerServing(model, max_answer_length=2)
+    >>> texts = {"question": tf.constant(["who ran"]), "context": tf.constant(["he ran home"])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    >>> sorted(out)
+    ['answer', 'end_index', 'end_logits', 'start_index', 'start_logits']
+    >>> start, end = int(out["start_index"][0]), int(out["end_index"][0])
+    >>> 4 <= start <= end <= 6 and end - start < 2  # in the context, at most 2 tokens
+    True
+    """
 
     def text_specs(self):
         return _strings("question", "context")
@@ -225,7 +310,24 @@ class MaskedLMServing(TaskServing):
     ``top_probabilities``, ``top_tokens`` [batch, predictions, k]; the text signature also
     gives ``masked_lm_positions`` and ``masked_lm_weights`` (1 for a real prediction, 0 for
     padding) [batch, predictions]; `BertPretrainer` adds ``next_sentence_probabilities``
-    [batch, 2] (0: text_b follows text_a)."""
+    [batch, 2] (0: text_b follows text_a).
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import BertConfig, BertEncoder, BertMaskedLM, BertPreprocessor
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertMaskedLM(encoder, preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> serving = MaskedLMServing(model, top_k=2)
+    >>> texts = {"text": tf.constant(["a [MASK] movie"])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> inputs["masked_lm_positions"].numpy().tolist()  # [CLS] a [MASK] movie [SEP]
+    [[2]]
+    >>> out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    >>> out["top_tokens"].shape, out["masked_lm_weights"].numpy().tolist()
+    (TensorShape([1, 1, 2]), [[1.0]])
+    """
 
     takes_pairs = True
 
@@ -289,15 +391,24 @@ def _tokenize_with_masks(tokenizer, text):
     return tf.RaggedTensor.from_row_lengths(flat, per_text)
 
 
+# Each task model names its adapter (`Task.serving_adapter`); export never imports a model
+# class, as Model Garden's `SERVING_MODULES` keeps serving apart from the models.
+SERVING_ADAPTERS = {
+    "classifier": ClassifierServing,
+    "multiple_choice": MultipleChoiceServing,
+    "token_classifier": TokenClassifierServing,
+    "span_labeler": SpanLabelerServing,
+    "masked_lm": MaskedLMServing,
+}
+
+
 def for_model(model, **options):
-    """The `TaskServing` of a task model; ExportError for other models."""
-    for cls, serving in ((BertClassifier, ClassifierServing),
-                         (BertMultipleChoice, MultipleChoiceServing),
-                         (BertTokenClassifier, TokenClassifierServing),
-                         (BertSpanLabeler, SpanLabelerServing),
-                         ((BertMaskedLM, BertPretrainer), MaskedLMServing)):
-        if isinstance(model, cls):
-            return serving(model, **options)
-    raise ExportError(f"A serving export is made from a keras_bert task model (BertClassifier, "
-                      "BertTokenClassifier, BertSpanLabeler, BertMultipleChoice, BertMaskedLM, "
-                      f"BertPretrainer), got {type(model).__name__}.")
+    """The `TaskServing` of a task model, by the adapter its class names; ExportError for
+    other models."""
+    adapter = SERVING_ADAPTERS.get(getattr(type(model), "serving_adapter", None))
+    if adapter is None:
+        raise ExportError(
+            "A serving export is made from a keras_bert task model (BertClassifier, "
+            "BertTokenClassifier, BertSpanLabeler, BertMultipleChoice, BertMaskedLM, "
+            f"BertPretrainer), got {type(model).__name__}.")
+    return adapter(model, **options)

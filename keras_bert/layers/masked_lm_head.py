@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers import activations
-from keras_bert.layers.arguments import check_layer_kwargs
+from keras_bert.checks import check_layer_kwargs
 from keras_bert.layers.layer_norm import layer_norm_float32
 
 

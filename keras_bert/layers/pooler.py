@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert.layers.arguments import check_layer_kwargs
+from keras_bert.checks import check_layer_kwargs
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -7,9 +7,9 @@ import keras
 import tensorflow as tf
 
 from keras_bert import storage
-from keras_bert.layers.arguments import check_layer_kwargs
+from keras_bert.checks import check_layer_kwargs
+from keras_bert.config import INPUT_NAMES
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers import activations, fused
-from keras_bert.layers.arguments import check_layer_kwargs
+from keras_bert.checks import check_layer_kwargs
 
 # Added to attention scores of padding positions, as in Google's modeling.py.
 _MASK_BIAS = -10000.0

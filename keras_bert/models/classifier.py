@@ -1,59 +1,12 @@
 """`BertClassifier`: sentence and sentence-pair classification (and regression)."""
 
-import numbers
-
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.models.task import Task
-from keras_bert.models.task_data import TaskInputError
-
-
-def head_dtype(encoder):
-    """The dtype policy of a head's last layer: float32 logits under mixed precision."""
-    policy = encoder.dtype_policy
-    return "float32" if policy.compute_dtype in ("bfloat16", "float16") else policy
-
-
-def check_count(name, value, low=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
-    return int(value)
-
-
-def check_rate(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}.")
-    return float(value)
-
-
-def check_class_ids(y, num_classes, what="label"):
-    """Class-id labels (numpy) must be whole numbers in [0, num_classes)."""
-    flat = np.asarray(y).reshape(-1)
-    if flat.size and flat.dtype.kind == "f":
-        fractional = np.flatnonzero(flat != np.round(flat))
-        if fractional.size:
-            i = int(fractional[0])
-            raise TaskInputError(f"{what} {i} is {flat[i].item()!r}: class labels must be whole numbers "
-                                 f"in [0, {num_classes}).")
-    bad = np.flatnonzero((flat < 0) | (flat >= num_classes)) if flat.size else []
-    if len(bad):
-        i = int(bad[0])
-        raise TaskInputError(
-            f"{what} {i} is {flat[i].item()!r}, outside [0, {num_classes}) "
-            f"(num_classes={num_classes}); "
-            f"{len(bad)} label(s) are out of range."
-        )
-
-
-def check_class_ids_in_graph(y, num_classes):
-    message = f"class labels must be in [0, {num_classes}) (num_classes={num_classes})"
-    with tf.control_dependencies([
-        tf.debugging.assert_non_negative(y, message=message),
-        tf.debugging.assert_less(y, tf.cast(num_classes, y.dtype), message=message),
-    ]):
-        return tf.identity(y)
+from keras_bert import checks
+from keras_bert.checks import TaskInputError
+from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, head_dtype
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -90,12 +43,14 @@ class BertClassifier(Task):
     preprocessor of a preset (see `BertEncoder.from_preset`) with a fresh head.
     """
 
+    serving_adapter = "classifier"  # its serving signatures: keras_bert.export.serving_tasks
+
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, activation=None,
                  **kwargs):
-        self.num_classes = check_count("num_classes", num_classes)
+        self.num_classes = checks.count("num_classes", num_classes)
         if dropout is None:
             dropout = encoder.bert_config.hidden_dropout_prob
-        self.dropout = check_rate("dropout", dropout)
+        self.dropout = checks.rate("dropout", dropout)
         self.activation = keras.activations.get(activation)
         inputs = encoder.input
         # The last block computes the [CLS] row only: the pooler reads no other.

@@ -5,16 +5,16 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import BertConfig
-from keras_bert.layers.arguments import check_kwargs, keyword_parameters
+from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
 from keras_bert.models import memory
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
-from keras_bert.text import checks
+from keras_bert import checks
+from keras_bert.config import INPUT_NAMES
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert.layers.masked_lm_head import MaskedLMHead
-from keras_bert.models.classifier import head_dtype
+from keras_bert.layers.heads import head_dtype
 from keras_bert.models.task import Task
 from keras_bert.text.masked_lm_preprocessor import (BertMaskedLMPreprocessor,
                                                     BertPretrainerPreprocessor)
@@ -68,6 +68,8 @@ class BertMaskedLM(Task):
     (1, 1, 30)
     """
 
+    serving_adapter = "masked_lm"  # its serving signatures: keras_bert.export.serving_tasks
+
     preprocessor_cls = BertMaskedLMPreprocessor
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
@@ -118,6 +120,8 @@ class BertPretrainer(Task):
     >>> {k: v.shape for k, v in model.predict(x, verbose=0).items()}
     {'mlm_logits': (1, 2, 30), 'nsp_logits': (1, 2)}
     """
+
+    serving_adapter = "masked_lm"  # its serving signatures: keras_bert.export.serving_tasks
 
     preprocessor_cls = BertPretrainerPreprocessor
 

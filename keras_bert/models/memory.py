@@ -5,7 +5,6 @@ fails seconds later with a dump of its state. The check needs only the `BertConf
 number of weights is arithmetic, so it answers at once however large the sizes are.
 """
 
-import os
 
 import tensorflow as tf
 
@@ -22,7 +21,19 @@ _CGROUP_FILES = (
 
 
 class ModelTooLargeError(MemoryError):
-    """The weights of a configuration would not fit in the memory available."""
+    """The weights of a configuration would not fit in the memory available.
+
+    It is a `MemoryError`; `BertEncoder` raises it before making any variable:
+
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> try:
+    ...     BertEncoder(BertConfig(vocab_size=10**12))
+    ... except ModelTooLargeError as error:
+    ...     print(error)
+    BertEncoder: the weights of this BertConfig take ... bytes (... float32) ... the largest table,
+    word_embeddings [1000000000000, 768], from vocab_size=1000000000000), but only ... bytes
+    (...) of memory are available. Reduce vocab_size ...
+    """
 
 
 def available_memory():

@@ -3,9 +3,9 @@
 import keras
 
 from keras_bert.layers.choices import FlattenChoices, UnflattenChoices
-from keras_bert.models.classifier import (check_class_ids, check_class_ids_in_graph,
-                                          check_count, check_rate, head_dtype)
-from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert import checks
+from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, head_dtype
+from keras_bert.config import INPUT_NAMES
 from keras_bert.models.task import Task
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 
@@ -35,13 +35,15 @@ class BertMultipleChoice(Task):
     (2, 3)
     """
 
+    serving_adapter = "multiple_choice"  # its serving signatures: keras_bert.export.serving_tasks
+
     preprocessor_cls = BertMultipleChoicePreprocessor
 
     def __init__(self, encoder, num_choices, preprocessor=None, dropout=None, **kwargs):
-        self.num_choices = check_count("num_choices", num_choices, low=2)
+        self.num_choices = checks.count("num_choices", num_choices, low=2)
         if dropout is None:
             dropout = encoder.bert_config.hidden_dropout_prob
-        self.dropout = check_rate("dropout", dropout)
+        self.dropout = checks.rate("dropout", dropout)
         inputs = {name: keras.Input(shape=(self.num_choices, None), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         # [batch, choices, seq] -> [batch * choices, seq]

@@ -1,4 +1,5 @@
-"""`PresetMixin`: the one ``from_preset`` / ``save_to_preset`` shared by every keras_bert model.
+"""`PresetMixin`: ``from_preset`` / ``save_to_preset`` of `BertEncoder` (the task models have theirs
+in `Task`), both through the one preset loader (`keras_bert.presets.preset_loader`).
 
 A model class mixes it in and provides, if it differs from the defaults here:
 
@@ -31,34 +32,12 @@ import os
 import tempfile
 
 from keras_bert import storage
-from keras_bert.config import BertConfig
-from keras_bert.layers.arguments import check_kwargs, keyword_parameters
-from keras_bert.presets import load_preset
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import vocab as vocab_lib
+from keras_bert.checks import keyword_parameters
+from keras_bert.presets.preset_loader import encoder_from_preset
 
 # The get_config keys that carry what from_preset records (besides the vocabulary asset).
 PRESET_CONFIG_KEYS = ("do_lower_case", "preset_name")
-
-# Keyword arguments of from_preset that steer loading rather than the model.
-_LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")
-
-
-def split_kwargs(cls, kwargs):
-    """Splits ``from_preset`` kwargs into (load options, config overrides, model kwargs).
-
-    Raises `TypeError` naming any argument that is none of these, before anything is loaded.
-    """
-    fields = tuple(BertConfig().to_dict())
-    check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
-        "BertConfig fields": fields,
-        "loading options": _LOAD_OPTIONS,
-        f"{cls.__name__} arguments": cls._preset_model_arguments(),
-    })
-    load = {k: v for k, v in kwargs.items() if k in _LOAD_OPTIONS}
-    overrides = {k: v for k, v in kwargs.items() if k in fields}
-    model = {k: v for k, v in kwargs.items() if k not in load and k not in overrides}
-    return load, overrides, model
-
 
 @contextlib.contextmanager
 def vocabulary_file(tokens, beside=None):
@@ -79,7 +58,24 @@ def vocabulary_file(tokens, beside=None):
 class PresetMixin:
     """Adds ``from_preset`` and ``save_to_preset`` to a model with canonical weights, and
     keeps what ``from_preset`` records on it through a ``.keras`` round trip (see the
-    module docstring)."""
+    module docstring).
+
+    Example (`BertEncoder` and every task model are one):
+
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+    ...                                  num_attention_heads=2, intermediate_size=16))
+    >>> path = tempfile.mkdtemp()
+    >>> encoder.save_to_preset(path) == path
+    True
+    >>> again = BertEncoder.from_preset(path, name="again")
+    >>> again.name, again.bert_config == encoder.bert_config
+    ('again', True)
+    >>> all(np.array_equal(a, b) for a, b in zip(encoder.get_weights(), again.get_weights()))
+    True
+    """
 
     vocabulary = None
     do_lower_case = None
@@ -140,16 +136,7 @@ class PresetMixin:
                 the model's own constructor arguments (e.g. ``dtype``, ``name``). Any other
                 name is a `TypeError` that lists these, raised before anything is loaded.
         """
-        load, overrides, kwargs = split_kwargs(cls, kwargs)
-        loaded = load_preset(preset, require_weights=load_weights, **load)
-        config = loaded.config.replace(**overrides) if overrides else loaded.config
-        model = cls._from_preset_config(config, **kwargs)
-        if load_weights:
-            model._load_preset_weights(loaded.weights(config), source=loaded.path)
-        model.vocab_path = loaded.vocab_path  # reads the tokens into model.vocabulary
-        model.do_lower_case = loaded.do_lower_case
-        model.preset_name = loaded.name
-        return model
+        return encoder_from_preset(cls, preset, load_weights=load_weights, **kwargs)
 
     def save_to_preset(self, directory):
         """Writes config, vocabulary (``self.vocabulary``, if any) and weights in keras_bert's

@@ -1,9 +1,8 @@
 """`BertSpanLabeler`: extractive question answering (SQuAD 1.1 and 2.0)."""
 
 import keras
-import tensorflow as tf
 
-from keras_bert.models.classifier import check_class_ids, head_dtype
+from keras_bert.layers.heads import check_class_ids, head_dtype
 from keras_bert.models.task import Task
 
 
@@ -39,6 +38,8 @@ class BertSpanLabeler(Task):
     >>> {k: v.shape for k, v in model.predict(x, verbose=0).items()}
     {'start_logits': (1, 7), 'end_logits': (1, 7)}
     """
+
+    serving_adapter = "span_labeler"  # its serving signatures: keras_bert.export.serving_tasks
 
     # A (question, context) pair keeps its question and cuts the context.
     preprocessor_defaults = {"truncator": "waterfall"}

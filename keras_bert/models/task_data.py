@@ -15,13 +15,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-# Per-token model inputs: [batch, (choices,) seq].
-TOKEN_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+from keras_bert.checks import TaskInputError  # raised here; the task models' input error
+from keras_bert.config import INPUT_NAMES  # per-token model inputs: [batch, (choices,) seq]
+
 PAD_MULTIPLE = 8  # trimmed lengths are rounded up to this, so few shapes get traced
-
-
-class TaskInputError(ValueError):
-    """Inputs of a task model's fit/evaluate/predict that it cannot use."""
 
 
 ACCEPTED_TEXT = (
@@ -174,7 +171,7 @@ def _as_array(value, what):
             bad = next(v for v in array.reshape(-1) if not isinstance(v, numbers.Number))
             raise TaskInputError(f"{what} holds {bad!r}, which is not a number.") from None
     if array.dtype.kind in "US":
-        bad = array.reshape(-1)[0]
+        bad = array.reshape(-1)[0].item()  # str or bytes, not numpy's scalar (np.str_)
         raise TaskInputError(f"{what} holds the string {bad!r}, which is not a number.")
     if array.dtype == np.float64:
         array = array.astype(np.float32)
@@ -220,7 +217,7 @@ def trim_padding(x, y=None, sample_weight=None, token_labels=False):
     def cut(t):
         return t[..., :length]
 
-    x = {k: cut(v) if k in TOKEN_INPUTS else v for k, v in x.items()}
+    x = {k: cut(v) if k in INPUT_NAMES else v for k, v in x.items()}
     if token_labels:
         y = tf.nest.map_structure(cut, y) if y is not None else None
         sample_weight = (tf.nest.map_structure(cut, sample_weight)

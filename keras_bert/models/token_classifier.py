@@ -5,11 +5,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.models import task_data
-from keras_bert.models.classifier import (check_class_ids, check_class_ids_in_graph,
-                                          check_count, check_rate, head_dtype)
+from keras_bert import checks
+from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, head_dtype
 from keras_bert.models.masked_lm import mlm_loss
 from keras_bert.models.task import Task
-from keras_bert.models.task_data import TaskInputError
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 
 
@@ -46,13 +45,15 @@ class BertTokenClassifier(Task):
     [3]
     """
 
+    serving_adapter = "token_classifier"  # its serving signatures: keras_bert.export.serving_tasks
+
     preprocessor_cls = BertTokenClassifierPreprocessor
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, **kwargs):
-        self.num_classes = check_count("num_classes", num_classes)
+        self.num_classes = checks.count("num_classes", num_classes)
         if dropout is None:
             dropout = encoder.bert_config.hidden_dropout_prob
-        self.dropout = check_rate("dropout", dropout)
+        self.dropout = checks.rate("dropout", dropout)
         # The pooler is not used here: freeze it, as it gets no gradients.
         encoder.pooler.trainable = False
         inputs = encoder.input

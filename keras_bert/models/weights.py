@@ -4,7 +4,17 @@ import numpy as np
 
 
 class WeightsMismatchError(ValueError):
-    """A weights file whose names or shapes do not fit the model's configuration."""
+    """A weights file whose names or shapes do not fit the model's configuration.
+
+    >>> import keras
+    >>> import numpy as np
+    >>> variables = {"bert/pooler/dense/bias": keras.Variable(np.zeros(8, "float32"))}
+    >>> try:
+    ...     assign(variables, {"bert/pooler/dense/bias": np.zeros(16)}, source="model.ckpt")
+    ... except WeightsMismatchError as error:
+    ...     print(error)
+    model.ckpt: variable bert/pooler/dense/bias has shape (16,) but the config expects (8,).
+    """
 
 
 def assign(variables, weights, source="weights"):

@@ -12,13 +12,21 @@ import sys
 import types
 
 from keras_bert.presets.loader import Preset, UnknownPresetError, load_preset
+from keras_bert.presets.preset_loader import PresetLoader
 from keras_bert.presets.registry import PRESETS, PresetSpec
 
 _COLUMNS = ("name", "layers", "hidden_size", "heads", "parameters", "casing", "source")
 
 
 class PresetTable(list):
-    """A list of dict rows that prints as a table."""
+    """A list of dict rows that prints as a table.
+
+    >>> table = list_presets()
+    >>> isinstance(table, PresetTable), table[0]["name"], table[0]["layers"]
+    (True, 'tiny', 2)
+    >>> print(str(table).splitlines()[0])
+    name  layers  hidden_size  heads  parameters  casing  source
+    """
 
     def __str__(self):
         cells = [[str(row[c]) for c in _COLUMNS] for row in self]
@@ -54,5 +62,5 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["PRESETS", "Preset", "PresetSpec", "PresetTable", "UnknownPresetError",
+__all__ = ["PRESETS", "Preset", "PresetLoader", "PresetSpec", "PresetTable", "UnknownPresetError",
            "list_presets", "load_preset"]

@@ -31,7 +31,18 @@ _CHUNK = 1 << 20
 
 
 class DownloadError(CheckpointError):
-    """A preset archive could not be fetched or failed verification."""
+    """A preset archive could not be fetched or failed verification.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.zip")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not the archive")
+    >>> try:
+    ...     check_sha256(path, "0" * 64, what="model.zip")
+    ... except DownloadError as error:
+    ...     print(error)
+    sha256 of model.zip is ..., expected 000...; the file is corrupt or not the one expected.
+    """
 
 
 def cache_root():

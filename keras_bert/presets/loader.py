@@ -12,7 +12,15 @@ from keras_bert.presets.registry import BASE_URL, PRESETS
 
 
 class UnknownPresetError(CheckpointError):
-    """A name that is neither a registered preset nor an existing path."""
+    """A name that is neither a registered preset nor an existing path.
+
+    >>> try:
+    ...     load_preset("bsae")
+    ... except UnknownPresetError as error:
+    ...     print(error)
+    Unknown preset 'bsae'. Did you mean 'base'? Known presets: tiny, mini, ...; or pass a
+    checkpoint directory or .zip.
+    """
 
 
 class Preset:
@@ -20,6 +28,19 @@ class Preset:
 
     Attributes: ``name``, ``source`` (URL, package or path it came from), ``path`` (local
     directory read), ``format``, ``config`` (`BertConfig`), ``vocab_path``, ``do_lower_case``.
+
+    Example (`load_preset` returns one):
+
+    >>> import tempfile
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+    ...                                  num_attention_heads=2, intermediate_size=16))
+    >>> path = encoder.save_to_preset(tempfile.mkdtemp())
+    >>> preset = load_preset(path)
+    >>> preset
+    Preset(name=..., format='keras_bert', path=..., layers=1, hidden=8)
+    >>> preset.weights()["bert/pooler/dense/kernel"].shape
+    (8, 8)
     """
 
     def __init__(self, name, source, checkpoint):

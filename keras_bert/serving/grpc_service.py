@@ -101,7 +101,35 @@ def to_proto(array):
 
 
 class PredictionService:
-    """``tensorflow.serving.PredictionService`` over a `ModelManager`."""
+    """``tensorflow.serving.PredictionService`` over a `ModelManager`.
+
+    Example (`start_grpc_server` serves it; called directly here, with a stand-in for the
+    call context gRPC passes):
+
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> class Doubler(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    ...     def double(self, x):
+    ...         return {"y": 2 * x}
+    >>> doubler = Doubler()
+    >>> from keras_bert.serving import ModelConfig, ModelManager
+    >>> base = tempfile.mkdtemp()
+    >>> tf.saved_model.save(doubler, f"{base}/1", signatures={"serving_default": doubler.double})
+    >>> manager = ModelManager([ModelConfig("doubler", base)], poll_wait_seconds=0)
+    >>> manager.start()
+    >>> from tensorflow_serving.apis import predict_pb2
+    >>> request = predict_pb2.PredictRequest()
+    >>> request.model_spec.name = "doubler"
+    >>> request.inputs["x"].CopyFrom(tf.make_tensor_proto([3.0], dtype=tf.float32))
+    >>> class Context:
+    ...     def time_remaining(self):  # seconds left before the client's deadline
+    ...         return 60.0
+    >>> response = PredictionService(manager).Predict(request, Context())
+    >>> tf.make_ndarray(response.outputs["y"]), response.model_spec.version.value
+    (array([6.], dtype=float32), 1)
+    >>> manager.stop()
+    """
 
     def __init__(self, manager):
         self.manager = manager
@@ -180,7 +208,31 @@ def status_response(manager, name, version=None, label=None):
 
 
 class ModelService:
-    """``tensorflow.serving.ModelService``: GetModelStatus over a `ModelManager`."""
+    """``tensorflow.serving.ModelService``: GetModelStatus over a `ModelManager`.
+
+    Example (`start_grpc_server` serves it; called directly here):
+
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> class Doubler(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    ...     def double(self, x):
+    ...         return {"y": 2 * x}
+    >>> doubler = Doubler()
+    >>> from keras_bert.serving import ModelConfig, ModelManager
+    >>> base = tempfile.mkdtemp()
+    >>> tf.saved_model.save(doubler, f"{base}/1", signatures={"serving_default": doubler.double})
+    >>> manager = ModelManager([ModelConfig("doubler", base)], poll_wait_seconds=0)
+    >>> manager.start()
+    >>> from tensorflow_serving.apis import get_model_status_pb2
+    >>> request = get_model_status_pb2.GetModelStatusRequest()
+    >>> request.model_spec.name = "doubler"
+    >>> response = ModelService(manager).GetModelStatus(request, context=None)
+    >>> states = get_model_status_pb2.ModelVersionStatus.State
+    >>> [(s.version, states.Name(s.state)) for s in response.model_version_status]
+    [(1, 'AVAILABLE')]
+    >>> manager.stop()
+    """
 
     def __init__(self, manager):
         self.manager = manager

@@ -139,7 +139,32 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class RestServer(http.server.ThreadingHTTPServer):
     """An HTTP server answering TF Serving's REST API for `manager`, on (`host`, `port`);
     port 0 picks a free one. `timeout`: seconds a predict request may wait for its batch
-    (TF Serving's ``--rest_api_timeout_in_ms``)."""
+    (TF Serving's ``--rest_api_timeout_in_ms``).
+
+    Example (`keras_bert.serving.ModelServer` runs one beside the gRPC server):
+
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> class Doubler(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    ...     def double(self, x):
+    ...         return {"y": 2 * x}
+    >>> doubler = Doubler()
+    >>> from keras_bert.serving import ModelConfig, ModelManager
+    >>> base = tempfile.mkdtemp()
+    >>> tf.saved_model.save(doubler, f"{base}/1", signatures={"serving_default": doubler.double})
+    >>> manager = ModelManager([ModelConfig("doubler", base)], poll_wait_seconds=0)
+    >>> manager.start()
+    >>> import json, threading, urllib.request
+    >>> server = RestServer(manager, port=0)
+    >>> threading.Thread(target=server.serve_forever, daemon=True).start()
+    >>> request = urllib.request.Request(
+    ...     f"http://127.0.0.1:{server.port}/v1/models/doubler:predict",
+    ...     data=json.dumps({"instances": [1.0, 2.5]}).encode())
+    >>> json.load(urllib.request.urlopen(request, timeout=60))
+    {'predictions': [2.0, 5.0]}
+    >>> server.shutdown(); server.server_close(); manager.stop()
+    """
 
     daemon_threads = True
     allow_reuse_address = True  # TIME_WAIT only: a port in use still fails

@@ -43,6 +43,29 @@ class Servable:
       name, version, path: what it is and where.
       batching: `BatchingOptions` to batch requests per signature, or None.
       max_request_batch: most rows one request may have (0: no limit).
+
+    Example:
+
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> class Doubler(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    ...     def double(self, x):
+    ...         return {"y": 2 * x}
+    >>> doubler = Doubler()
+    >>> import numpy as np
+    >>> path = tempfile.mkdtemp()
+    >>> tf.saved_model.save(doubler, path, signatures={"serving_default": doubler.double})
+    >>> servable = Servable("doubler", 1, path)
+    >>> servable.load()
+    >>> servable
+    Servable('doubler', version=1, state=AVAILABLE)
+    >>> signature = servable.signature("")  # "": serving_default
+    >>> signature.run(signature.check({"x": np.array([1.0, 2.5], "float32")}))
+    {'y': array([2., 5.], dtype=float32)}
+    >>> servable.retire()  # no request in flight: unloaded at once
+    >>> servable.state
+    'END'
     """
 
     def __init__(self, name, version, path, batching=None, max_request_batch=0):

@@ -34,6 +34,32 @@ class Signature:
       name: the signature key.
       function: the loaded concrete function (``loaded.signatures[name]``).
       signature_def: its ``SignatureDef`` proto from ``saved_model.pb``.
+
+    Example:
+
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> class Doubler(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    ...     def double(self, x):
+    ...         return {"y": 2 * x}
+    >>> doubler = Doubler()
+    >>> import numpy as np
+    >>> from keras_bert.serving import ServingError
+    >>> from keras_bert.serving.servable import read_signature_defs
+    >>> path = tempfile.mkdtemp()
+    >>> tf.saved_model.save(doubler, path, signatures={"serving_default": doubler.double})
+    >>> function = tf.saved_model.load(path).signatures["serving_default"]
+    >>> signature = Signature("serving_default", function,
+    ...                       read_signature_defs(path)["serving_default"])
+    >>> signature, signature.outputs
+    (Signature('serving_default', inputs=['x']), {'y': (tf.float32, TensorShape([None]))})
+    >>> try:
+    ...     signature.check({"x": np.array([[1.0]], "float32")})
+    ... except ServingError as error:
+    ...     print(error.code, error.message)
+    INVALID_ARGUMENT input 'x' of signature 'serving_default' has shape [1, 1]; the signature
+    takes ...
     """
 
     def __init__(self, name, function, signature_def):

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.config import INPUT_NAMES
 
 _MASKER_ARGS = ("mask_rate", "max_predictions_per_seq", "mask_token_rate", "random_token_rate",
                 "whole_word_masking", "seed")
@@ -55,8 +56,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
             self.masker.set_vocabulary(self.tokenizer.vocabulary)  # given to the tokenizer
         packed = super().call(x, seq_length=seq_length)
         masked = self.masker(packed)
-        features = {k: masked[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
-                                           "masked_lm_positions")}
+        features = {k: masked[k] for k in INPUT_NAMES + ("masked_lm_positions",)}
         return self._labels(features, masked, y, sample_weight)
 
     def _labels(self, features, masked, y, sample_weight):

@@ -5,9 +5,9 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_bert import storage
-from keras_bert.text import checks, preset_source
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import checks, storage
+from keras_bert import vocab as vocab_lib
+from keras_bert.text import preset_source
 
 MAX_PREDICTIONS = 2**20
 

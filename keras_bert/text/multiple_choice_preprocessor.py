@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.config import INPUT_NAMES
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -50,5 +51,5 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
         parts = list(x) if isinstance(x, (tuple, list)) else [x]
         shape = tuple(parts[-1].shape) + (int(seq_length or self.seq_length),)
         out = {name: keras.KerasTensor(shape, dtype="int32")
-               for name in ("input_word_ids", "input_mask", "input_type_ids")}
+               for name in INPUT_NAMES}
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)

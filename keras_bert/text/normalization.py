@@ -26,7 +26,7 @@ import unicodedata
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.text import checks
+from keras_bert import checks
 
 # CJK ideograph blocks, as listed in the reference's `_is_chinese_char`.
 CJK_RANGES = (

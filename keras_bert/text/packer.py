@@ -3,8 +3,10 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.text import checks, preset_source
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import checks
+from keras_bert.text import preset_source
+from keras_bert import vocab as vocab_lib
+from keras_bert.config import INPUT_NAMES
 
 _SPECIAL_ID_ARGS = ("start_of_sequence_id", "end_of_segment_id", "padding_id")
 TRUNCATORS = ("round_robin", "waterfall")
@@ -212,7 +214,7 @@ class BertPackInputs(keras.layers.Layer):
         shape = tuple(first.shape[:-1]) + (checked_seq_length(seq_length),)
         return {
             name: keras.KerasTensor(shape, dtype="int32")
-            for name in ("input_word_ids", "input_mask", "input_type_ids")
+            for name in INPUT_NAMES
         }
 
     def get_config(self):

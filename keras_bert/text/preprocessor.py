@@ -4,9 +4,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.text import checks
+from keras_bert import checks
 from keras_bert.text.packer import BertPackInputs, checked_seq_length
 from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.config import INPUT_NAMES
 
 ACCEPTED_FORMS = (
     "BertPreprocessor takes: a string, or a batch of strings (a list, array or tensor of "
@@ -140,7 +141,7 @@ class BertPreprocessor(keras.layers.Layer):
         shape = tuple(texts[0].shape) + (checked_seq_length(seq_length, len(texts)),)
         out = {
             name: keras.KerasTensor(shape, dtype="int32")
-            for name in ("input_word_ids", "input_mask", "input_type_ids")
+            for name in INPUT_NAMES
         }
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
 

@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras_bert.text.packer import BertPackInputs
 from keras_bert.text.preprocessor import special_ids, sync_packer
 from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.config import INPUT_NAMES
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -101,7 +102,7 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer):
     def compute_output_spec(self, x, y=None, sample_weight=None):
         shape = (x.shape[0], self.seq_length)
         out = {name: keras.KerasTensor(shape, dtype="int32")
-               for name in ("input_word_ids", "input_mask", "input_type_ids")}
+               for name in INPUT_NAMES}
         if y is None:
             return out
         return out, keras.KerasTensor(shape, dtype="int32"), keras.KerasTensor(shape, "float32")

@@ -6,9 +6,9 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_bert import storage
-from keras_bert.text import checks, normalization, preset_source
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import checks, storage
+from keras_bert import vocab as vocab_lib
+from keras_bert.text import normalization, preset_source
 
 MAX_CHARS_PER_WORD = 2**20
 

@@ -2,8 +2,9 @@
 
 import tensorflow as tf
 
-from keras_bert.text import checks, normalization
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import checks
+from keras_bert.text import normalization
+from keras_bert import vocab as vocab_lib
 
 
 def learn_vocabulary(

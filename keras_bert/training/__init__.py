@@ -1,6 +1,6 @@
 """Training: the BERT optimizers and schedules, the strategy from flags, pre-training."""
 
-from keras_bert.training.optimization import (
+from keras_bert.optimizers import (
     AdamW,
     Lamb,
     LinearWarmupDecay,

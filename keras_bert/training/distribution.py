@@ -39,7 +39,14 @@ TASK_TYPES = ("chief", "worker", "ps", "evaluator")
 
 
 class StrategyError(ValueError):
-    """A strategy that cannot be made: bad flags, a bad TF_CONFIG, an unreachable TPU."""
+    """A strategy that cannot be made: bad flags, a bad TF_CONFIG, an unreachable TPU.
+
+    >>> try:
+    ...     check_tf_config("{not json")
+    ... except StrategyError as error:
+    ...     print(error)
+    TF_CONFIG is not valid JSON (...): '{not json'
+    """
 
 
 def split_cpu(num_devices):

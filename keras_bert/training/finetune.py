@@ -16,7 +16,7 @@ import numpy as np
 
 from keras_bert import storage
 from keras_bert.models import BertClassifier, BertTokenClassifier
-from keras_bert.training.optimization import create_optimizer
+from keras_bert.optimizers.optimization import create_optimizer
 
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"

@@ -21,6 +21,8 @@ step fails under `MirroredStrategy` on CPUs.
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import INPUT_NAMES
+
 # Sums kept per replica (SyncOnRead variables; read = sum over replicas): the step losses,
 # then the masked-LM numerator, weight and hits, then next-sentence loss, hits, sequences.
 _TRAIN_SUMS = ("loss", "mlm_loss", "mlm_weight", "mlm_correct", "nsp_loss", "nsp_correct",
@@ -132,8 +134,7 @@ class PretrainingLoop:
 
     @staticmethod
     def _features(batch):
-        return {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
-                                      "masked_lm_positions")}
+        return {k: batch[k] for k in INPUT_NAMES + ("masked_lm_positions",)}
 
     def _loss_and_gradients(self, batch, mlm_weight_total, batch_total):
         """Per replica: forward and backward pass -> (loss share, sums, gradients)."""

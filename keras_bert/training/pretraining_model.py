@@ -16,8 +16,7 @@ from keras_bert.checkpoints import google
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.masked_lm import BertPretrainer
-from keras_bert.models.task_presets import load_head_weights
-from keras_bert.presets import load_preset
+from keras_bert.presets.preset_loader import PresetLoader, load_head_weights
 from keras_bert.text.masked_lm_preprocessor import BertPretrainerPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 
@@ -29,8 +28,8 @@ def _init_weights(init_checkpoint, config):
     if storage.isfile(init_checkpoint + ".index"):  # first: on ram:// a prefix is a "dir"
         return google.read_checkpoint(init_checkpoint, config), init_checkpoint
     if storage.isdir(init_checkpoint):
-        preset = load_preset(init_checkpoint)
-        return preset.weights(config), preset.path
+        loader = PresetLoader(init_checkpoint)
+        return loader.load_weights(config), loader.path
     raise CheckpointError(f"--init_checkpoint={init_checkpoint}: neither a directory nor "
                           f"a TF checkpoint prefix ({init_checkpoint}.index is missing)")
 
@@ -38,7 +37,8 @@ def _init_weights(init_checkpoint, config):
 def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, vocab_file=None,
                      do_lower_case=None, max_seq_length=128, max_predictions_per_seq=20,
                      mixed_precision="none"):
-    """A `BertPretrainer` (call it inside ``strategy.scope()``), with a
+    """A `BertPretrainer` (call it inside ``strategy.scope()``), not compiled (the pre-training
+    loop brings its own optimizer), with a
     `BertPretrainerPreprocessor` when a vocabulary is known (its settings are then saved
     with the model), and the config it has.
 
@@ -47,17 +47,17 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
     """
     dtype = PRECISIONS[mixed_precision]
     pre_args = dict(seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
-    if preset is not None:
-        config = load_preset(preset, require_weights=False).config
-        _check_length(config, max_seq_length, preset)
+    if preset is not None:  # resolved once: the config is checked, then the model built
         options = {} if do_lower_case is None else {"do_lower_case": do_lower_case}
-        return BertPretrainer.from_preset(preset, dtype=dtype, **pre_args, **options)
+        loader = PresetLoader(preset, require_vocab=True, **options)
+        _check_length(loader.load_config(), max_seq_length, preset)
+        return loader.load_task(BertPretrainer, dtype=dtype, compile=False, **pre_args)
     source = bert_config_file
     if bert_config_file is not None:
         config = google.config_from_json(bert_config_file)
     else:  # --init_checkpoint=<a directory> alone: its own config
-        resolved = load_preset(init_checkpoint, require_weights=False)
-        config, source = resolved.config, resolved.path
+        resolved = PresetLoader(init_checkpoint, require_weights=False)
+        config, source = resolved.load_config(), resolved.path
         if vocab_file is None:
             vocab_file = resolved.vocab_path
         if do_lower_case is None:
@@ -71,7 +71,7 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
         preprocessor = BertPretrainerPreprocessor(tokenizer, **pre_args)
         encoder.vocab_path = vocab_file
         encoder.do_lower_case = lower
-    model = BertPretrainer(encoder, preprocessor=preprocessor)
+    model = BertPretrainer(encoder, preprocessor=preprocessor, compile=False)
     if init_checkpoint is not None:
         weights, where = _init_weights(init_checkpoint, config)
         encoder.set_canonical_weights(weights, source=where)

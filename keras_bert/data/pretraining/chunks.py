@@ -22,23 +22,25 @@ from keras_bert.data.pretraining import instances as pretraining_instances
 from keras_bert.data.pretraining import masking as pretraining_masking
 from keras_bert.data.pretraining import records as pretraining_records
 from keras_bert.data.pretraining.text_files import PretrainingDataError
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import options as options_lib
+from keras_bert import vocab as vocab_lib
 
 BATCH = 2048  # instances packed, masked and serialized at once (bounds scratch memory)
 TOKENIZE_BATCH = 2048  # lines per tokenizer call (several run at once, on threads)
 
 
 @dataclasses.dataclass(frozen=True)
-class PretrainingDataOptions:
+class PretrainingDataOptions(options_lib.Options):
     """The original script's knobs (same names, same defaults) and checks on them.
 
     `check()` raises `PretrainingDataError` naming the flag: ``max_seq_length`` below 5 (no
     room for ``[CLS] a [SEP] b [SEP]``), ``max_predictions_per_seq`` outside [1,
     max_seq_length - 3] (more predictions than a sequence has maskable tokens),
     ``masked_lm_prob`` outside (0, 1], ``short_seq_prob`` outside [0, 1], ``dupe_factor``
-    below 1.
+    below 1. `keras_bert.options.define_flags` makes the flags of
+    ``tools/create_pretraining_data.py`` from these declarations.
 
-    >>> PretrainingDataOptions(max_seq_length=128, max_predictions_per_seq=20).check()
+    >>> options = PretrainingDataOptions(max_seq_length=128, max_predictions_per_seq=20).check()
     >>> PretrainingDataOptions(max_seq_length=16, max_predictions_per_seq=20).check()
     Traceback (most recent call last):
     ...
@@ -46,40 +48,25 @@ class PretrainingDataOptions:
     of --max_seq_length=16 can hold (at most 13 tokens besides [CLS] and the two [SEP])
     """
 
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    dupe_factor: int = 10
-    do_whole_word_mask: bool = False
-    random_seed: int = 12345
+    error = PretrainingDataError
 
-    def check(self):
-        def integer(name, value, low):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                    or value < low:
-                raise PretrainingDataError(f"--{name} must be an integer >= {low}, got {value!r}")
+    max_seq_length: int = options_lib.MAX_SEQ_LENGTH.field()
+    max_predictions_per_seq: int = options_lib.MAX_PREDICTIONS_PER_SEQ.field()
+    masked_lm_prob: float = options_lib.MASKED_LM_PROB.field()
+    short_seq_prob: float = options_lib.SHORT_SEQ_PROB.field()
+    dupe_factor: int = options_lib.Option(
+        10, "Passes over the input (with different masks).", options_lib.integer(1)).field()
+    do_whole_word_mask: bool = options_lib.DO_WHOLE_WORD_MASK.field()
+    random_seed: int = options_lib.Option(12345, "Random seed for data generation.",
+                                          options_lib.integer(0)).field()
 
-        def probability(name, value, low_open):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (
-                (0 < value <= 1) if low_open else (0 <= value <= 1))
-            if not ok:
-                interval = "(0, 1]" if low_open else "[0, 1]"
-                raise PretrainingDataError(f"--{name} must be a probability in {interval}, "
-                                           f"got {value!r}")
-
-        integer("max_seq_length", self.max_seq_length, 5)
-        integer("max_predictions_per_seq", self.max_predictions_per_seq, 1)
-        integer("dupe_factor", self.dupe_factor, 1)
-        integer("random_seed", self.random_seed, 0)
+    def check_together(self):
         room = self.max_seq_length - 3
         if self.max_predictions_per_seq > room:
             raise PretrainingDataError(
                 f"--max_predictions_per_seq={self.max_predictions_per_seq} is more than a "
                 f"sequence of --max_seq_length={self.max_seq_length} can hold (at most {room} "
                 "tokens besides [CLS] and the two [SEP])")
-        probability("masked_lm_prob", self.masked_lm_prob, low_open=True)
-        probability("short_seq_prob", self.short_seq_prob, low_open=False)
 
 
 @dataclasses.dataclass

@@ -34,7 +34,16 @@ SHUFFLE_BUFFER = 1000  # records (the original run_pretraining.py shuffles 100)
 
 class PretrainingDataError(ValueError):
     """Pre-training input that cannot be used: no files, records of another shape, bad
-    vocabulary or flags of data creation; the message names the culprit."""
+    vocabulary or flags of data creation; the message names the culprit.
+
+    >>> from keras_bert.data import PretrainingDataError
+    >>> from keras_bert.data.pretraining.record_input import list_files
+    >>> try:
+    ...     list_files("")
+    ... except PretrainingDataError as error:
+    ...     print(error)
+    --input_file is empty: give files, globs or a comma list
+    """
 
 
 def _original_features(max_seq_length, max_predictions_per_seq):

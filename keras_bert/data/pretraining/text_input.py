@@ -25,7 +25,7 @@ would have drawn: masks are new each time a sentence comes round again (dynamic 
 import tensorflow as tf
 
 from keras_bert.data.pretraining.record_input import PretrainingDataError, _shard
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import vocab as vocab_lib
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.packer import BertPackInputs
 from keras_bert.text.tokenizer import BertTokenizer

@@ -3,7 +3,7 @@
 import pytest
 
 from keras_bert.text import BertTokenizer
-from keras_bert.text import vocab as vocab_lib
+from keras_bert import vocab as vocab_lib
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

@@ -19,11 +19,11 @@ Every class here is registered for Keras serialization, so a compiled model save
 ``.keras`` keeps its optimizer, schedule and weight-decay exclusions.
 """
 
-import math
-import numbers
 
 import keras
 from keras import ops
+
+from keras_bert import checks
 
 # Substrings of variable names (Keras `variable.path`) that get no weight decay: LayerNorm
 # weights (gamma, beta) and every bias, as the original BERT recipe excludes them.
@@ -32,21 +32,6 @@ NO_DECAY = ("LayerNorm", "layer_norm", "gamma", "beta", "bias")
 OPTIMIZERS = ("adamw", "lamb")
 
 
-def _number(name, value, low=None, high=None, integer=False, low_inclusive=True):
-    """Checks a numeric hyper-parameter; returns it as int/float or raises a clear ValueError."""
-    ok_type = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, ok_type) or (
-        not integer and not math.isfinite(value)
-    ):
-        kind = "an int" if integer else "a finite number"
-        raise ValueError(f"{name} must be {kind}, got {value!r}.")
-    value = int(value) if integer else float(value)
-    if low is not None and (value < low or (value == low and not low_inclusive)):
-        bound = ">=" if low_inclusive else ">"
-        raise ValueError(f"{name} must be {bound} {low}, got {value!r}.")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value!r}.")
-    return value
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -66,12 +51,12 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps=0,
                  end_learning_rate=0.0):
-        self.peak_learning_rate = _number("peak_learning_rate", peak_learning_rate, low=0,
+        self.peak_learning_rate = checks.hyperparameter("peak_learning_rate", peak_learning_rate, low=0,
                                           low_inclusive=False)
-        self.num_train_steps = _number("num_train_steps", num_train_steps, low=1, integer=True)
-        self.num_warmup_steps = _number("num_warmup_steps", num_warmup_steps, low=0,
+        self.num_train_steps = checks.hyperparameter("num_train_steps", num_train_steps, low=1, integer=True)
+        self.num_warmup_steps = checks.hyperparameter("num_warmup_steps", num_warmup_steps, low=0,
                                         high=self.num_train_steps, integer=True)
-        self.end_learning_rate = _number("end_learning_rate", end_learning_rate, low=0,
+        self.end_learning_rate = checks.hyperparameter("end_learning_rate", end_learning_rate, low=0,
                                          high=self.peak_learning_rate)
 
     def __call__(self, step):
@@ -213,10 +198,10 @@ class Lamb(_NoDecayMixin, keras.optimizers.Optimizer):
         # Weight decay is part of the update here, not Keras' decoupled step.
         super().__init__(learning_rate=learning_rate, global_clipnorm=global_clipnorm,
                          name=name, **kwargs)
-        self.lamb_weight_decay = _number("weight_decay", weight_decay, low=0)
-        self.beta_1 = _number("beta_1", beta_1, low=0, high=1)
-        self.beta_2 = _number("beta_2", beta_2, low=0, high=1)
-        self.epsilon = _number("epsilon", epsilon, low=0)
+        self.lamb_weight_decay = checks.hyperparameter("weight_decay", weight_decay, low=0)
+        self.beta_1 = checks.hyperparameter("beta_1", beta_1, low=0, high=1)
+        self.beta_2 = checks.hyperparameter("beta_2", beta_2, low=0, high=1)
+        self.epsilon = checks.hyperparameter("epsilon", epsilon, low=0)
         self._set_no_decay(exclude_from_weight_decay)
 
     def build(self, var_list):
@@ -286,11 +271,11 @@ def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=None, warm
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}.")
-    num_train_steps = _number("num_train_steps", num_train_steps, low=1, integer=True)
+    num_train_steps = checks.hyperparameter("num_train_steps", num_train_steps, low=1, integer=True)
     if num_warmup_steps is not None and warmup_ratio is not None:
         raise ValueError("Give num_warmup_steps or warmup_ratio, not both.")
     if warmup_ratio is not None:
-        warmup_ratio = _number("warmup_ratio", warmup_ratio, low=0, high=1)
+        warmup_ratio = checks.hyperparameter("warmup_ratio", warmup_ratio, low=0, high=1)
         num_warmup_steps = int(round(warmup_ratio * num_train_steps))
     schedule = LinearWarmupDecay(learning_rate, num_train_steps, num_warmup_steps or 0,
                                  end_learning_rate)

@@ -1,4 +1,8 @@
-"""Checks where inputs enter the text layers (and `BertEncoder`): arguments and tensors.
+"""The argument and tensor checks of every keras_bert layer, model, option class and tool.
+
+Keyword arguments: `check_kwargs` / `check_layer_kwargs` turn a misspelled ``dropuot=0.2``
+or ``nme="x"`` into one TypeError that names it, suggests the close name and lists the
+accepted ones (Keras layers would raise a bare ValueError, functional models drop them).
 
 Arguments: `integer`, `number` and `boolean` check a constructor or call argument and raise
 ValueError naming it and the value it got (a bool is not a number, `12.7` is not an integer,
@@ -13,14 +17,14 @@ front of every kernel with `after`; it raises `tf.errors.InvalidArgumentError`. 
 shape and value is known, so eager calls always get the ValueError.
 """
 
+import difflib
 import inspect
 import math
+import numbers
 
 import keras
 import numpy as np
 import tensorflow as tf
-
-from keras_bert.layers.arguments import check_kwargs, keyword_parameters
 
 # The keyword arguments every Keras layer accepts (keras.layers.Layer.__init__).
 KERAS_LAYER_KWARGS = (
@@ -28,7 +32,69 @@ KERAS_LAYER_KWARGS = (
 )
 
 
+class TaskInputError(ValueError):
+    """Inputs of a task model's fit/evaluate/predict that it cannot use.
+
+    >>> from keras_bert.models.task_data import text_segments
+    >>> try:
+    ...     text_segments("a great movie")
+    ... except TaskInputError as error:
+    ...     print(error)
+    the text input is a single string; fit/evaluate/predict take a batch: wrap it in a list,
+    e.g. ['a great movie'].
+    """
+
+
 # ---- arguments ----------------------------------------------------------------------------
+def keyword_parameters(function, skip=()):
+    """Names a function takes as keyword arguments (not ``self``, ``*args``, ``**kwargs``)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(
+        name
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind in kinds and name != "self" and name not in skip
+    )
+
+
+def check_kwargs(owner, kwargs, accepted):
+    """Raises `TypeError` if ``kwargs`` holds a name that no group of ``accepted`` has.
+
+    Args:
+        owner: what was called, for the message (``"TransformerBlock()"``).
+        kwargs: the keyword arguments given.
+        accepted: ``{description: names}``, e.g. ``{"BertConfig fields": (...), ...}``; the
+            message lists each group.
+    """
+    known = [name for names in accepted.values() for name in names]
+    unknown = [name for name in kwargs if name not in known]
+    if not unknown:
+        return
+    described = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        described.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    plural = "s" if len(unknown) > 1 else ""
+    groups = "; ".join(f"{what}: {', '.join(names)}" for what, names in accepted.items() if names)
+    raise TypeError(
+        f"{owner} got unknown keyword argument{plural} {', '.join(described)}. "
+        f"It accepts {groups}."
+    )
+
+
+def check_layer_kwargs(layer, kwargs):
+    """`check_kwargs` for a keras_bert layer's constructor, called with the ``**kwargs`` it
+    passes on to ``keras.layers.Layer``: its own arguments and Keras' are accepted."""
+    cls = type(layer)
+    check_kwargs(
+        f"{cls.__name__}()",
+        kwargs,
+        {
+            f"{cls.__name__} arguments": keyword_parameters(cls.__init__),
+            "Keras layer arguments": keyword_parameters(keras.layers.Layer.__init__),
+        },
+    )
+
+
 def integer(name, value, minimum=None, maximum=None):
     """`value` as an int; ValueError naming `name` unless it is an int in [minimum, maximum]."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -63,6 +129,37 @@ def boolean(name, value):
         raise ValueError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
     return bool(value)
 
+def hyperparameter(name, value, low=None, high=None, integer=False, low_inclusive=True):
+    """A numeric hyper-parameter (optimizers, schedules) as int/float; ValueError naming it
+    unless it is a finite number (an int with `integer`) within [low, high]."""
+    ok_type = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, ok_type) or (
+        not integer and not math.isfinite(value)
+    ):
+        kind = "an int" if integer else "a finite number"
+        raise ValueError(f"{name} must be {kind}, got {value!r}.")
+    value = int(value) if integer else float(value)
+    if low is not None and (value < low or (value == low and not low_inclusive)):
+        bound = ">=" if low_inclusive else ">"
+        raise ValueError(f"{name} must be {bound} {low}, got {value!r}.")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value!r}.")
+    return value
+
+
+def count(name, value, low=1):
+    """A count (number of classes, choices, ...) as an int >= low; ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
+    return int(value)
+
+
+def rate(name, value):
+    """A dropout rate as a float in [0, 1); ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}.")
+    return float(value)
+
 
 def parameter_names(function):
     """The named parameters of `function`, without self/cls, *args and **kwargs."""
@@ -70,7 +167,7 @@ def parameter_names(function):
 
 
 def unknown_kwargs(where, kwargs, accepted):
-    """The house `TypeError` (`keras_bert.layers.arguments.check_kwargs`) for keys of `kwargs`
+    """The house `TypeError` (`keras_bert.checks.check_kwargs`) for keys of `kwargs`
     that are neither in `accepted` nor Keras layer arguments (name, dtype, trainable, ...)."""
     accepted = list(dict.fromkeys(accepted))
     check_kwargs(f"{where}()", kwargs, {

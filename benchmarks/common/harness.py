@@ -1,0 +1,134 @@
+"""What every benchmark script does the same way: its start, its common flags, its last line.
+
+A script starts with the lines that put the repository root on the import path in place of
+``benchmarks/`` (``benchmarks/tokenize.py`` would shadow the standard library's `tokenize`,
+which inspect, linecache and absl import), then calls `start` before TensorFlow is imported:
+
+    import os as _os, sys as _sys  # noqa: E401
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    _sys.path[:] = [_os.path.dirname(_here)] + [
+        p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+    from benchmarks.common import harness  # noqa: E402
+    harness.start()
+
+`define_flags` defines the flags the scripts share (batch size, lengths, timed rounds,
+precisions, XLA, peers) with one help text each; `best_rates`, `rows_with_ratio`,
+`print_table` and `torch_train_step` are the training-step benchmarks' common parts (their
+runners are ``(name, kind, step)``, kind ``"keras_bert"`` for ours); `print_summary` prints
+the JSON object that is every script's last line; `run` runs ``main`` with absl.
+"""
+
+import json
+import os
+import pathlib
+
+from absl import app, flags
+
+from benchmarks.common import timing
+
+flags.disclaim_key_flags()  # the flags defined here are the script's: its --help lists them
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+# The flags several scripts have: help text of each (a script gives the default).
+HELP = {
+    "batch_size": "Sequences per step.",
+    "seq_length": "Tokens per sequence.",
+    "max_predictions_per_seq": "Masked positions per sequence.",
+    "num_layers": "Transformer blocks (12 = BERT-base).",
+    "steps": "Steps per timed round.",
+    "warmup": "Untimed steps before timing (after tracing/compiling).",
+    "rounds": "Interleaved timed rounds per model; the best one counts (other processes can "
+              "only slow a round down, so the best is the fairest).",
+    "precisions": "Compute precisions to run: fp32, mixed_bfloat16 (encoder.py also "
+                  "mixed_float16).",
+    "xla": "jit_compile settings for the Keras models: on, off.",
+    "peers": "Peers to measure: keras_hub, hf_torch (encoder.py also torch_compile).",
+}
+
+
+def start(log_level="3", override=False):
+    """Sets what must be set before TensorFlow is imported: ``TF_CPP_MIN_LOG_LEVEL``
+    (``log_level``; unless the caller set one, or whatever it set with ``override``) so that
+    TensorFlow's C++ lines do not cut the table, and ``TF_ENABLE_ONEDNN_OPTS=1`` (the default
+    on x86; said so, TensorFlow does not print that it is on)."""
+    if override:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = log_level
+    else:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", log_level)
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
+
+def define_flags(help=None, flag_values=flags.FLAGS, **defaults):
+    """Defines the shared flags named in ``defaults`` with those defaults: a list default
+    makes a comma-list flag, an int an integer flag. ``help`` overrides the help of some."""
+    help = dict(HELP, **(help or {}))
+    for name, default in defaults.items():
+        if name not in HELP:
+            raise ValueError(f"{name!r} is not a shared benchmark flag: {sorted(HELP)}")
+        if isinstance(default, (list, tuple)):
+            flags.DEFINE_list(name, list(default), help[name], flag_values=flag_values)
+        elif isinstance(default, bool) or not isinstance(default, int):
+            raise TypeError(f"--{name}: a list or an integer default, got {default!r}")
+        else:
+            flags.DEFINE_integer(name, default, help[name], flag_values=flag_values)
+
+
+def best_rates(runners, units_per_step):
+    """Units/s of each ``(name, kind, step)`` runner, the best of its interleaved rounds
+    (``--rounds`` of ``--steps`` steps after ``--warmup``)."""
+    flag = flags.FLAGS
+    rates = timing.interleaved_rates([run for _, _, run in runners], units_per_step,
+                                     flag.rounds, flag.steps, flag.warmup)
+    return [max(r) for r in rates]
+
+
+def rows_with_ratio(precision, runners, best, key):
+    """A table row ``{"precision", "model", key}`` per runner, then the row of the ratio of
+    our best to the fastest peer's (None without a peer)."""
+    ours = max(b for (_, kind, _), b in zip(runners, best) if kind == "keras_bert")
+    peers = [b for (_, kind, _), b in zip(runners, best) if kind != "keras_bert"]
+    fastest_peer = max(peers) if peers else None
+    rows = [{"precision": precision, "model": name, key: value}
+            for (name, _, _), value in zip(runners, best)]
+    rows.append({"precision": precision, "model": "ratio ours / fastest peer",
+                 key: ours / fastest_peer if fastest_peer else None})
+    return rows
+
+
+def print_table(rows, key, unit, model_width, number="{:.2f}"):
+    """Prints `rows_with_ratio`'s rows as a Markdown table: precision, model, ``unit``
+    (values as ``number`` formats them, the ratio as ``1.23x``)."""
+    print(f"| {'precision':14} | {'model':{model_width}} | {unit:>10} |")
+    print(f"|{'-' * 16}|{'-' * (model_width + 2)}|{'-' * 12}|")
+    for row in rows:
+        value = row[key]
+        shown = "n/a" if value is None else (
+            f"{value:.2f}x" if row["model"].startswith("ratio") else number.format(value))
+        print(f"| {row['precision']:14} | {row['model']:{model_width}} | {shown:>10} |")
+
+
+def torch_train_step(model, optimizer, loss, precision):
+    """One training step of a torch peer as a runner's step: ``loss()`` under bf16 autocast
+    for ``mixed_bfloat16``, backward, gradients clipped to norm 1.0, optimizer step."""
+    import torch
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16"):
+            value = loss()
+        value.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(value.detach())
+    return step
+
+
+def print_summary(summary):
+    """Prints ``summary`` as one JSON line: the last line every benchmark prints."""
+    print(json.dumps(summary), flush=True)
+
+
+def run(main):
+    """Parses the flags and runs ``main(argv)`` (absl's ``app.run``)."""
+    app.run(main)

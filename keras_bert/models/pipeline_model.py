@@ -1,0 +1,335 @@
+"""`PipelineModel`: raw inputs in Keras' fit/evaluate/predict, through one hook.
+
+The base of `Task` (as keras-hub's ``utils/pipeline_model.py`` is of its tasks): whatever a
+user gives ``fit``, ``evaluate``, ``predict`` or the ``*_on_batch`` methods (text in any
+accepted form, with labels and sample weights, or a `tf.data.Dataset` of them) is turned into
+a batched, preprocessed `tf.data` pipeline; packed dicts go straight to the model. The
+subclass supplies the hooks: ``preprocess_samples`` (the one that packs a batch; it calls
+``self.preprocessor``), ``text_inputs``, ``labels``, ``check_labels``,
+``check_labels_in_graph`` and ``token_labels``; `keras_bert.models.task_data` holds the
+helpers on plain data.
+
+Example (what `Task` adds on top is the encoder, the head and compile's defaults):
+
+>>> from keras_bert.models.pipeline_model import PipelineModel
+>>> from keras_bert.models.task import Task
+>>> issubclass(Task, PipelineModel)
+True
+"""
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.checks import TaskInputError
+from keras_bert.models import task_data
+
+_PREPROCESS_CHUNK = 4096  # texts per call when predict() preprocesses in-memory inputs
+LENGTH_GROUP = 16  # batches per chunk sorted by length (fit with group_by_length)
+
+
+class PipelineModel(keras.Model):
+    """A Keras model whose ``fit``/``evaluate``/``predict`` take raw inputs (see the module
+    docstring). ``preprocessor`` None turns the text path off.
+
+    Example:
+
+    >>> from keras_bert.models.pipeline_model import PipelineModel
+    >>> PipelineModel.group_by_length
+    True
+    """
+
+    # fit() on in-memory raw text batches similar lengths together (see _dataset); set False
+    # for batches drawn uniformly at random.
+    group_by_length = True
+    preprocessor = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._preprocess_functions = {}
+
+    def _plan_schedule(self, steps):
+        """Called by ``fit`` with the number of steps it will run (None: unknown)."""
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """The one hook: a batch of raw inputs -> (packed x, y, sample_weight)."""
+        out = self.preprocessor(x, y=y, sample_weight=sample_weight)
+        return keras.utils.unpack_x_y_sample_weight(out) if isinstance(out, tuple) else (
+            out, y, sample_weight)
+
+    # ------------------------------------------------------------------ input hooks
+    def check_labels(self, y):
+        """Raises a clear error for labels this task cannot use (numpy, eagerly)."""
+
+    def check_labels_in_graph(self, y):
+        """The same check on a tensor inside tf.data; returns ``y``."""
+        return y
+
+    def text_inputs(self, x):
+        """Raw text -> the tensors the preprocessor takes (default: a tuple of segments)."""
+        return task_data.text_segments(x)
+
+    def labels(self, y):
+        """Labels as given -> numpy arrays or tensors (default: numbers, clear errors)."""
+        return task_data.labels_array(y, "y")
+
+    @property
+    def token_labels(self):
+        """True when labels are per token (then trimmed with the inputs)."""
+        return False
+
+    def _raw(self, x):
+        """Whether ``x`` is raw text for the preprocessor (else packed ids for the model);
+        raises a clear error for inputs that are neither."""
+        if x is None:
+            return False
+        if isinstance(x, tf.data.Dataset):
+            x_spec = _unpack_element(x.element_spec)[0]
+            text = any(s.dtype == tf.string for s in tf.nest.flatten(x_spec))
+        elif isinstance(x, dict):
+            text = False
+        else:
+            text = task_data.is_text(x)
+            if not text:
+                self.text_inputs(x)  # raises the task's own account of what it takes
+                raise TaskInputError(
+                    f"{type(self).__name__} got {type(x).__name__} input that is not text: pass "
+                    f"{task_data.ACCEPTED_TEXT}.")
+        if text and self.preprocessor is None:
+            raise TaskInputError(
+                f"{type(self).__name__} has no preprocessor (preprocessor=None), so it takes "
+                "packed inputs (a dict of input_word_ids, input_mask, input_type_ids), not text. "
+                "Set model.preprocessor, or pack the text with a BertPreprocessor first.")
+        return text
+
+    def steps_per_epoch(self, num_examples, batch_size=32, shuffle=True):
+        """How many batches ``fit`` makes of ``num_examples`` in-memory raw examples (the
+        length-grouped chunks end in partial batches), to size a schedule exactly."""
+        if shuffle and self.group_by_length:
+            chunk = batch_size * LENGTH_GROUP
+            return num_examples // chunk * LENGTH_GROUP + math.ceil(
+                num_examples % chunk / batch_size)
+        return math.ceil(num_examples / batch_size)
+
+    def _dataset(self, x, y, sample_weight, batch_size, shuffle, trim):
+        """Raw inputs -> (batched, preprocessed dataset, batches per epoch or None).
+
+        In-memory training data (``shuffle``) is grouped by length when
+        ``group_by_length``: shuffled, cut into chunks of `LENGTH_GROUP` batches, each chunk
+        sorted by length and split into batches, the batches shuffled again. With ``trim``
+        each batch is cut to its longest sequence.
+        """
+        if isinstance(x, tf.data.Dataset):
+            for name, value in (("y", y), ("sample_weight", sample_weight),
+                                ("batch_size", batch_size)):
+                if value is not None:
+                    raise TaskInputError(
+                        f"When x is a tf.data.Dataset, give {name} inside the dataset, not as "
+                        "an argument."
+                    )
+            x_spec = _unpack_element(x.element_spec)[0]
+            if any(spec.shape.rank == 0 for spec in tf.nest.flatten(x_spec)):
+                raise TaskInputError("A tf.data.Dataset given to a task model must be batched "
+                                     "(dataset.batch(32)), as Keras requires.")
+            cardinality = int(x.cardinality())
+            ds = x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
+            if trim:
+                ds = ds.map(self._trim, num_parallel_calls=tf.data.AUTOTUNE)
+            return ds.prefetch(tf.data.AUTOTUNE), cardinality if cardinality >= 0 else None
+
+        texts = self.text_inputs(x)
+        y = None if y is None else self.labels(y)
+        sample_weight = task_data.labels_array(sample_weight, "sample_weight")
+        n = task_data.check_same_length({"x": texts, "y": y, "sample_weight": sample_weight})
+        if y is not None:
+            self.check_labels(y)
+        ds = tf.data.Dataset.from_tensor_slices(
+            keras.utils.pack_x_y_sample_weight(_one(texts), y, sample_weight))
+        batch_size = batch_size or 32
+        if shuffle:
+            ds = ds.shuffle(max(n, 1), reshuffle_each_iteration=True)
+        if shuffle and self.group_by_length:
+            chunk = batch_size * LENGTH_GROUP
+            ds = ds.batch(chunk).map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.flat_map(lambda *e: task_data.sorted_batches(e, batch_size))
+            ds = ds.shuffle(2 * LENGTH_GROUP, reshuffle_each_iteration=True)
+            steps = self.steps_per_epoch(n, batch_size)
+            ds = ds.apply(tf.data.experimental.assert_cardinality(steps))
+        else:
+            ds = ds.batch(batch_size).map(self._preprocess_element,
+                                          num_parallel_calls=tf.data.AUTOTUNE)
+            steps = self.steps_per_epoch(n, batch_size, shuffle=False)
+        if trim:
+            ds = ds.map(self._trim, num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.prefetch(tf.data.AUTOTUNE), steps
+
+    def _preprocess_element(self, *element):
+        """A batched dataset element of raw text -> the packed element (x, y, sample_weight)."""
+        x, y, sample_weight = _unpack_element(element[0] if len(element) == 1 else element)
+        x, y, sample_weight = self.preprocess_samples(x, y, sample_weight)
+        if y is not None:
+            y = self.check_labels_in_graph(y)
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    def _trim(self, *element):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            element[0] if len(element) == 1 else element)
+        x, y, sample_weight = task_data.trim_padding(x, y, sample_weight, self.token_labels)
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    def _preprocess_now(self, x):
+        """In-memory raw text -> packed numpy inputs, through one traced function per input
+        structure (so predict() on new texts of any count does not trace again)."""
+        texts = self.text_inputs(x)
+        signature = tuple(_batch_free_spec(t) for t in texts)
+        key = repr(signature)
+        if key not in self._preprocess_functions:
+            def run(*segments):
+                return self.preprocess_samples(_one(segments))[0]
+
+            self._preprocess_functions[key] = tf.function(run, input_signature=signature)
+        fn = self._preprocess_functions[key]
+        n = int(texts[0].shape[0]) if hasattr(texts[0], "shape") else len(texts[0])
+        chunks = [fn(*(t[i:i + _PREPROCESS_CHUNK] for t in texts))
+                  for i in range(0, max(n, 1), _PREPROCESS_CHUNK)]
+        return tf.nest.map_structure(lambda *parts: np.concatenate([p.numpy() for p in parts]),
+                                     *chunks)
+
+    # ------------------------------------------------------------------ Keras API
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1):
+        raw = self._raw(x)
+        if raw and validation_split:
+            if isinstance(x, tf.data.Dataset):
+                raise TaskInputError("validation_split does not work with a tf.data.Dataset; "
+                                     "pass validation_data.")
+            x, y, sample_weight, validation_data = _split(x, y, sample_weight, validation_split,
+                                                          self.text_inputs, self.labels)
+            validation_split = 0.0
+        steps = steps_per_epoch
+        if raw:
+            x, batches = self._dataset(x, y, sample_weight, batch_size, shuffle, trim=True)
+            y = sample_weight = batch_size = None
+            shuffle = False  # done by the dataset, before batching
+            steps = steps or batches
+        elif steps is None and not isinstance(x, tf.data.Dataset) and x is not None:
+            n = task_data.batch_size_of(x)
+            steps = math.ceil(n * (1 - validation_split) / (batch_size or 32))
+        elif steps is None and isinstance(x, tf.data.Dataset) and int(x.cardinality()) >= 0:
+            steps = int(x.cardinality())
+        if validation_data is not None:
+            validation_data, raw_validation = self._validation(
+                validation_data, validation_batch_size or batch_size)
+            if raw_validation:
+                validation_batch_size = None
+        self._plan_schedule(None if steps is None else steps * (epochs - initial_epoch))
+        return super().fit(
+            x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+            validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+            class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
+            steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
+            validation_batch_size=validation_batch_size, validation_freq=validation_freq)
+
+    def _validation(self, data, batch_size):
+        """validation_data -> (what Keras gets, whether it was raw text)."""
+        if isinstance(data, tf.data.Dataset):
+            if self._raw(data):
+                return self._dataset(data, None, None, None, shuffle=False, trim=True)[0], True
+            return data, False
+        vx, vy, vsw = keras.utils.unpack_x_y_sample_weight(tuple(data))
+        if self._raw(vx):
+            return self._dataset(vx, vy, vsw, batch_size, shuffle=False, trim=True)[0], True
+        return data, False
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
+                 steps=None, callbacks=None, return_dict=False, **kwargs):
+        if self._raw(x):
+            x, _ = self._dataset(x, y, sample_weight, batch_size, shuffle=False, trim=True)
+            y = sample_weight = batch_size = None
+        return super().evaluate(x, y, batch_size=batch_size, verbose=verbose,
+                                sample_weight=sample_weight, steps=steps, callbacks=callbacks,
+                                return_dict=return_dict, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        if self._raw(x):
+            if isinstance(x, tf.data.Dataset):
+                x, _ = self._dataset(x, None, None, None, shuffle=False, trim=False)
+            else:
+                x = self._preprocess_now(x)
+        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                               callbacks=callbacks)
+
+    def _on_batch(self, x, y=None, sample_weight=None):
+        if not self._raw(x):
+            return x, y, sample_weight
+        texts = self.text_inputs(x)
+        y = None if y is None else self.labels(y)
+        sample_weight = task_data.labels_array(sample_weight, "sample_weight")
+        task_data.check_same_length({"x": texts, "y": y, "sample_weight": sample_weight})
+        if y is not None:
+            self.check_labels(y)
+        return self.preprocess_samples(_one(texts), y, sample_weight)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        x, y, sample_weight = self._on_batch(x, y, sample_weight)
+        return super().train_on_batch(x, y, sample_weight=sample_weight,
+                                      class_weight=class_weight, return_dict=return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        x, y, sample_weight = self._on_batch(x, y, sample_weight)
+        return super().test_on_batch(x, y, sample_weight=sample_weight, return_dict=return_dict)
+
+    def predict_on_batch(self, x):
+        if self._raw(x) and not isinstance(x, tf.data.Dataset):
+            x = self._preprocess_now(x)
+        return super().predict_on_batch(x)
+
+
+def _split(x, y, sample_weight, fraction, text_inputs, labels):
+    """Keras' validation_split for raw text: the last ``fraction`` of the rows."""
+    texts = text_inputs(x)
+    n = int(texts[0].shape[0])
+    cut = int(n * (1 - fraction))
+
+    def head(v):
+        return None if v is None else tf.nest.map_structure(lambda a: a[:cut], v)
+
+    def tail(v):
+        return None if v is None else tf.nest.map_structure(lambda a: a[cut:], v)
+
+    y = None if y is None else labels(y)
+    sample_weight = task_data.labels_array(sample_weight, "sample_weight")
+    validation = keras.utils.pack_x_y_sample_weight(
+        tuple(tail(t) for t in texts) if len(texts) > 1 else tail(texts[0]), tail(y),
+        tail(sample_weight))
+    train = tuple(head(t) for t in texts) if len(texts) > 1 else head(texts[0])
+    return train, head(y), head(sample_weight), validation
+
+
+def _one(texts):
+    """A tuple of one text segment is that segment (the preprocessor's single-text form)."""
+    return texts[0] if len(texts) == 1 else tuple(texts)
+
+
+def _unpack_element(element):
+    """A dataset element (or its spec) -> (x, y, sample_weight), as Keras unpacks it, except
+    that a tuple of texts only is x itself: the segments of pairs, with no labels."""
+    if not isinstance(element, tuple):
+        return element, None, None
+    if all(getattr(leaf, "dtype", None) == tf.string for leaf in tf.nest.flatten(element)):
+        return element, None, None
+    return keras.utils.unpack_x_y_sample_weight(element)
+
+
+def _batch_free_spec(value):
+    """The type spec of a tensor with its batch dimension left open."""
+    shape = [None] + list(value.shape[1:])
+    if isinstance(value, tf.RaggedTensor):
+        return tf.RaggedTensorSpec(shape, value.dtype, ragged_rank=value.ragged_rank,
+                                   row_splits_dtype=value.row_splits.dtype)
+    return tf.TensorSpec(shape, value.dtype)

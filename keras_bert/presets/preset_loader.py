@@ -1,0 +1,256 @@
+"""`PresetLoader`: the one way every ``from_preset`` of keras_bert loads a preset.
+
+keras-hub's ``PresetLoader`` shape: a preset (a registered name, a directory in keras_bert,
+Google, Hugging Face or keras-hub format, a Google ``.zip``) is resolved once, when the loader
+is made, and the loader then builds what a class asks for: `load_config`, `load_encoder`,
+`load_tokenizer`, `load_preprocessor`, `load_task`. It takes the class to build as an
+argument (a task class names its ``encoder_cls``, ``tokenizer_cls`` and ``preprocessor_cls``),
+so this module, two rows below the models, imports none of them.
+
+`encoder_from_preset`, `task_from_preset` and `text_preset` are the ``from_preset`` of the
+encoder, of the task models and of the text layers: each checks the keyword arguments
+against what the class takes before anything is resolved, then loads through one loader.
+
+>>> from keras_bert.presets.preset_loader import PresetLoader
+>>> loader = PresetLoader("minilm_l6", require_weights=False, require_vocab=True)
+>>> loader.load_config().hidden_size, loader.do_lower_case
+(384, True)
+"""
+
+import warnings
+
+import numpy as np
+
+from keras_bert.checks import check_kwargs, keyword_parameters
+from keras_bert.config import BertConfig
+from keras_bert.presets.loader import load_preset
+
+# Keyword arguments of from_preset that steer loading rather than the model.
+LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")
+# The encoder's own constructor arguments a task's from_preset passes on to it.
+ENCODER_ARGUMENTS = ("dtype",)
+# keras_bert.json keys of a task preset: the task (class and head arguments) and the
+# preprocessor's arguments.
+TASK_KEY = "task"
+PREPROCESSOR_KEY = "preprocessor"
+
+
+def _config_fields():
+    return tuple(BertConfig().to_dict())
+
+
+class PresetLoader:
+    """A preset resolved once, and the builders of what a class asks for from it.
+
+    Args:
+        preset: a registered name (``keras_bert.presets()``), a local directory or a
+            Google ``.zip``.
+        require_weights: whether the preset must have weights (False: config and
+            vocabulary are enough; a registry name downloads nothing).
+        require_vocab: whether it must have a vocabulary.
+        url, sha256, do_lower_case, progress: the loading options of `load_preset`.
+
+    Example:
+
+    >>> from keras_bert import BertEncoder
+    >>> from keras_bert.presets.preset_loader import PresetLoader
+    >>> loader = PresetLoader("minilm_l6", require_weights=False)
+    >>> encoder = loader.load_encoder(BertEncoder, load_weights=False, num_hidden_layers=1)
+    >>> encoder.bert_config.num_hidden_layers, encoder.preset_name
+    (1, 'minilm_l6')
+    """
+
+    def __init__(self, preset, require_weights=True, require_vocab=False, **load_options):
+        check_kwargs("PresetLoader()", load_options, {"loading options": LOAD_OPTIONS})
+        self.preset = load_preset(preset, require_weights=require_weights,
+                                  require_vocab=require_vocab, **load_options)
+        self._weights = {}
+
+    # ---------------------------------------------------------------- what was resolved
+    @property
+    def path(self):
+        return self.preset.path
+
+    @property
+    def name(self):
+        return self.preset.name
+
+    @property
+    def vocab_path(self):
+        return self.preset.vocab_path
+
+    @property
+    def do_lower_case(self):
+        return self.preset.do_lower_case
+
+    @property
+    def metadata(self):
+        """keras_bert.json's contents for a preset in keras_bert's layout, else {}."""
+        return getattr(self.preset.checkpoint, "metadata", None) or {}
+
+    def load_config(self, overrides=None):
+        """The preset's `BertConfig`, with ``overrides`` (field: value) replaced."""
+        config = self.preset.config
+        return config.replace(**overrides) if overrides else config
+
+    def load_weights(self, config):
+        """The canonical weights, checked against ``config`` (read once per config)."""
+        key = repr(config.to_dict())
+        if key not in self._weights:
+            self._weights = {key: self.preset.weights(config)}
+        return self._weights[key]
+
+    # ---------------------------------------------------------------- builders
+    def load_encoder(self, cls, load_weights=True, record=True, **kwargs):
+        """``cls`` (a `BertEncoder` class) from the preset's config, `BertConfig` fields in
+        ``kwargs`` overriding it and the rest passed to the class; its weights unless
+        ``load_weights`` is False. With ``record``, the model keeps the preset's vocabulary,
+        casing and name (for ``save_to_preset``)."""
+        fields = _config_fields()
+        overrides = {k: kwargs.pop(k) for k in fields if k in kwargs}
+        config = self.load_config(overrides)
+        model = cls._from_preset_config(config, **kwargs)
+        if load_weights:
+            model._load_preset_weights(self.load_weights(config), source=self.path)
+        if record:
+            model.vocab_path = self.vocab_path  # reads the tokens into model.vocabulary
+            model.do_lower_case = self.do_lower_case
+            model.preset_name = self.name
+        return model
+
+    def load_tokenizer(self, cls, **kwargs):
+        """``cls`` (a `BertTokenizer` class) on the preset's vocabulary and casing."""
+        return cls(self.vocab_path, do_lower_case=self.do_lower_case, **kwargs)
+
+    def load_preprocessor(self, task_cls, **kwargs):
+        """The preprocessor ``task_cls`` takes: its ``preprocessor_cls`` on the preset's
+        tokenizer, with the task's defaults, the arguments a saved task preset recorded, and
+        ``kwargs``, in that order of precedence (last wins)."""
+        names = preprocessor_arguments(task_cls)
+        saved = {k: v for k, v in (self.metadata.get(PREPROCESSOR_KEY) or {}).items()
+                 if k in names}
+        tokenizer = self.load_tokenizer(task_cls.tokenizer_cls)
+        return task_cls.preprocessor_cls(
+            tokenizer, **{**task_cls.preprocessor_defaults, **saved, **kwargs})
+
+    def load_task(self, cls, load_weights=True, **kwargs):
+        """The task model ``cls`` (see `task_from_preset` for ``kwargs``): the encoder with
+        its weights, the preprocessor (unless ``preprocessor`` is given), and the head,
+        loaded when the checkpoint has it with the same shapes, fresh otherwise."""
+        kwargs = dict(kwargs)
+        preprocessor_given = "preprocessor" in kwargs
+        preprocessor = kwargs.pop("preprocessor", None)
+        check_task_kwargs(cls, kwargs)
+        overrides = {k: kwargs.pop(k) for k in _config_fields() if k in kwargs}
+        pre_args = {k: kwargs.pop(k) for k in preprocessor_arguments(cls) if k in kwargs}
+        encoder_args = {k: kwargs.pop(k) for k in ENCODER_ARGUMENTS if k in kwargs}
+
+        saved_task = self.metadata.get(TASK_KEY) or {}
+        head_args = {}
+        if saved_task.get("class_name") == cls.__name__:
+            head_args.update(saved_task.get("config") or {})
+        head_args.update(kwargs)
+
+        encoder = self.load_encoder(cls.encoder_cls, load_weights=load_weights, record=False,
+                                    **overrides, **encoder_args)
+        if not preprocessor_given:
+            preprocessor = self.load_preprocessor(cls, **pre_args)
+        model = cls(encoder, preprocessor=preprocessor, **head_args)
+        if load_weights:
+            load_head_weights(model, self.load_weights(encoder.bert_config), source=self.path)
+        return model
+
+
+# -------------------------------------------------------------------- from_preset entries
+def split_load_options(kwargs):
+    """(the loading options in ``kwargs``, the other arguments)."""
+    load = {k: v for k, v in kwargs.items() if k in LOAD_OPTIONS}
+    return load, {k: v for k, v in kwargs.items() if k not in LOAD_OPTIONS}
+
+
+def encoder_from_preset(cls, preset, load_weights=True, **kwargs):
+    """``BertEncoder.from_preset``: `BertConfig` fields, loading options and the class's own
+    constructor arguments; any other name is a `TypeError` raised before anything loads."""
+    check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
+        "BertConfig fields": _config_fields(),
+        "loading options": LOAD_OPTIONS,
+        f"{cls.__name__} arguments": cls._preset_model_arguments(),
+    })
+    load, kwargs = split_load_options(kwargs)
+    loader = PresetLoader(preset, require_weights=load_weights, **load)
+    return loader.load_encoder(cls, load_weights=load_weights, **kwargs)
+
+
+def task_from_preset(cls, preset, load_weights=True, **kwargs):
+    """``Task.from_preset``: the head's arguments, the preprocessor's, ``preprocessor`` (None
+    for none), ``dtype``, `BertConfig` fields and loading options; any other name is a
+    `TypeError` raised before anything loads."""
+    check_task_kwargs(cls, {k: v for k, v in kwargs.items() if k != "preprocessor"})
+    load, kwargs = split_load_options(kwargs)
+    loader = PresetLoader(preset, require_weights=load_weights,
+                          require_vocab="preprocessor" not in kwargs, **load)
+    return loader.load_task(cls, load_weights=load_weights, **kwargs)
+
+
+def text_preset(preset):
+    """What the text layers' ``from_preset`` need: the resolved preset's ``vocab_path`` and
+    ``do_lower_case`` (a directory without weights will do; one without a vocabulary is a
+    `CheckpointError` naming the file looked for)."""
+    return PresetLoader(preset, require_weights=False, require_vocab=True)
+
+
+# -------------------------------------------------------------------- task arguments
+def preprocessor_arguments(task_cls):
+    """The keyword arguments of the task's preprocessor class (and its keras_bert bases)."""
+    pre = task_cls.preprocessor_cls
+    skip = ("tokenizer", "do_lower_case")
+    names = set(keyword_parameters(pre.__init__, skip=skip))
+    for base in pre.__mro__[1:]:
+        if base.__module__.startswith("keras_bert.") and "__init__" in vars(base):
+            names |= set(keyword_parameters(base.__init__, skip=skip))
+    return tuple(sorted(names - {"name", "dtype", "trainable", "autocast"}))
+
+
+def head_arguments(task_cls):
+    return keyword_parameters(task_cls.__init__, skip=("encoder", "preprocessor"))
+
+
+def check_task_kwargs(cls, kwargs):
+    """`TypeError` naming any argument a task's ``from_preset`` does not take."""
+    check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
+        f"{cls.__name__} arguments": head_arguments(cls) + ("compile",) + ENCODER_ARGUMENTS,
+        f"{cls.preprocessor_cls.__name__} arguments": preprocessor_arguments(cls),
+        "BertConfig fields": _config_fields(),
+        "loading options": LOAD_OPTIONS,
+    })
+
+
+def load_head_weights(model, weights, source):
+    """Assigns the head weights ``weights`` holds (Google's names and layouts) to the task
+    model's ``head_variables()``. A checkpoint without them leaves the head fresh; one whose
+    head has other shapes (another ``num_classes``) too, with a warning that names both
+    shapes. Returns the names assigned."""
+    variables = model.head_variables()
+    present = [name for name in variables if name in weights]
+    if not present:
+        return []
+    arrays = {}
+    for name in present:
+        variable, transposed = variables[name]
+        value = np.asarray(weights[name])
+        value = value.T if transposed else value
+        if tuple(value.shape) != tuple(variable.shape):
+            stored = tuple(np.shape(weights[name]))
+            want = tuple(variable.shape[::-1] if transposed else variable.shape)
+            warnings.warn(
+                f"{source}: the checkpoint's {name} has shape {stored}, this "
+                f"{type(model).__name__}'s needs {want}; its head starts fresh.", stacklevel=3)
+            return []
+        arrays[name] = value
+    missing = sorted(set(variables) - set(present))
+    if missing:
+        warnings.warn(f"{source}: the checkpoint has part of the head; {', '.join(missing)} "
+                      "start fresh.", stacklevel=3)
+    for name, value in arrays.items():
+        variables[name][0].assign(value.astype(variables[name][0].dtype))
+    return present
