@@ -31,10 +31,10 @@ class ExportError(ValueError):
     >>> from keras_bert.export import ExportError
     >>> from keras_bert.export.layout import check_target
     >>> try:
-    ...     check_target("gs://my-bucket/models/sentiment/1")
+    ...     check_target("gs://my-bucket/models/sentiment/latest", versioned=True)
     ... except ExportError as error:
     ...     print(error)
-    export_dir=gs://my-bucket/models/sentiment/1: exports are written to a local directory ...
+    export_dir=gs://my-bucket/models/sentiment/latest: TF Serving loads a model from numbered ...
     """
 
 
