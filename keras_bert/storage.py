@@ -142,7 +142,7 @@ def walk_files(top):
 def _os_error(error, path):
     """A `tf.errors.OpError` as the `OSError` a local file function would raise."""
     if isinstance(error, tf.errors.NotFoundError):
-        return FileNotFoundError(errno.ENOENT, "No such file", path)
+        return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
     if isinstance(error, tf.errors.PermissionDeniedError):
         return PermissionError(errno.EACCES, "Permission denied", path)
     return OSError(errno.EIO, error.message, path)
@@ -158,7 +158,7 @@ def open(path, mode="r"):  # noqa: A001 - the file-reading verb, as tf.io.gfile.
     if isdir(path):
         raise IsADirectoryError(errno.EISDIR, "Is a directory, not a file", path)
     if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(errno.ENOENT, "No such file", path)
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
     return tf.io.gfile.GFile(path, mode)
 
 
@@ -281,7 +281,7 @@ def copy(source, target):
     if same_file(source, target):
         return os.fspath(target)
     if not isfile(source):
-        raise FileNotFoundError(errno.ENOENT, "No such file", os.fspath(source))
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(source))
     with atomic_path(target) as tmp:
         tf.io.gfile.copy(os.fspath(source), tmp, overwrite=True)
     return os.fspath(target)

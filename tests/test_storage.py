@@ -141,9 +141,9 @@ def test_files_on_ram_are_written_read_and_listed_without_leftovers(tmp_path):
 def test_reading_what_is_not_there_and_writing_through_open_are_errors(tmp_path):
     root = _ram("errors")
     for missing in (f"{root}/none.txt", str(tmp_path / "none.txt")):
-        with pytest.raises(FileNotFoundError, match="No such file: .*none.txt"):
+        with pytest.raises(FileNotFoundError, match="No such file or directory: .*none.txt"):
             storage.read_bytes(missing)
-        with pytest.raises(FileNotFoundError, match="No such file: .*none.txt"):
+        with pytest.raises(FileNotFoundError, match="No such file or directory: .*none.txt"):
             storage.copy(missing, f"{root}/copy.txt")
     with pytest.raises(ValueError, match="storage.open reads .*mode='w'"):
         storage.open(f"{root}/new.txt", "w")
