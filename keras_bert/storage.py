@@ -6,20 +6,8 @@ keras_bert module that reads or writes a user's path does it through the functio
 Writes are atomic, in the sense each kind of store allows:
 
 * Local paths: a writer works in a locked temporary directory beside its target
-  (`staging_dir`) and renames the result into place, a file with `os.replace`, a directory
-  with one rename, so the target is either as it was or complete. A process killed meanwhile
-  cannot clean up, so a writer holds an exclusive ``fcntl.flock`` on a lock file inside its
-  directory for as long as it works; the kernel releases it when the process ends, however it
-  ends. Before creating its own directory, a writer sweeps the parent (`sweep`): a ``.tmp-*``
-  directory whose lock it can take belongs to a dead writer and is removed (with the lock
-  held); a live writer's lock cannot be taken, so its directory stays, and concurrent
-  writers all succeed. The lock file is created under another name, locked, then renamed
-  into place, so a lock file is never seen unlocked by its live writer. A directory without
-  one is young (its writer is between ``mkdir`` and the rename) or was left by keras_bert
-  before these locks; in directories keras_bert owns (the preset cache, ``legacy=True``)
-  such directories and the ``<file>.part-<pid>`` / ``<file>.tmp-<pid>`` files of those
-  versions are removed once they are older than `STALE_AFTER`. Without ``fcntl`` (not
-  POSIX) nothing is locked and only that age rule applies.
+  (`staging_dir`, `keras_bert.tempdirs`) and renames the result into place, a file with
+  `os.replace`, a directory with one rename, so the target is either as it was or complete.
 * Object stores (any path with a scheme, ``gs://...``): a file is written under a temporary
   name in a ``.tmp-*`` directory beside it and renamed (object stores rename single files,
   not directories). A directory (`atomic_dir`) is written in such a temporary directory and
@@ -41,23 +29,12 @@ import contextlib
 import errno
 import json
 import os
-import re
 import shutil
-import tempfile
-import time
 import uuid
 
 import tensorflow as tf
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None
-
-PREFIX = ".tmp-"
-LOCK_FILE = ".keras_bert.lock"
-STALE_AFTER = 3600.0  # seconds; for leftovers without a lock only
-_LEGACY_FILE = re.compile(r".+\.(?:part|tmp)-\d+$")
+from keras_bert.tempdirs import LOCK_FILE, PREFIX, locked_tempdir
 
 
 # ---- paths -----------------------------------------------------------------------------------
@@ -358,95 +335,3 @@ def staging_dir(parent, prefix=PREFIX, legacy=False):
     finally:
         with contextlib.suppress(Exception):
             rmtree(path)
-
-
-# ---- local writers' temporary directories ----------------------------------------------------
-
-@contextlib.contextmanager
-def locked_tempdir(parent, prefix=PREFIX, legacy=False):
-    """Yields a new local directory ``parent/<prefix>XXXXXXXX`` locked by this process,
-    after sweeping ``parent`` (see `sweep`); removes it on exit, whatever happens."""
-    parent = os.fspath(parent)
-    os.makedirs(parent, exist_ok=True)
-    sweep(parent, legacy=legacy)
-    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
-    fd = None
-    try:
-        fd = _lock(path)
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)  # still locked: no sweeper races the removal
-        if fd is not None:
-            os.close(fd)
-
-
-def _lock(path):
-    """Creates ``path/LOCK_FILE`` already locked; returns its descriptor (keep it open)."""
-    fresh = os.path.join(path, LOCK_FILE + ".new")
-    fd = os.open(fresh, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, str(os.getpid()).encode())
-        os.rename(fresh, os.path.join(path, LOCK_FILE))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def sweep(parent, legacy=False):
-    """Removes from local directory ``parent`` the temporaries of writers that are gone.
-
-    ``.tmp-*`` directories whose lock can be taken go at once; with ``legacy`` (a directory
-    keras_bert owns), lock-less ``.tmp-*`` directories and ``*.part-<pid>`` /
-    ``*.tmp-<pid>`` files go once older than `STALE_AFTER`. Returns the paths removed.
-    """
-    parent = os.fspath(parent)
-    try:
-        names = os.listdir(parent)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    removed = []
-    for name in names:
-        path = os.path.join(parent, name)
-        if os.path.islink(path):
-            continue
-        if name.startswith(PREFIX) and os.path.isdir(path):
-            if _remove_if_abandoned(path, legacy):
-                removed.append(path)
-        elif legacy and _LEGACY_FILE.match(name) and _is_old(path):
-            with contextlib.suppress(OSError):
-                os.remove(path)
-                removed.append(path)
-    return removed
-
-
-def _remove_if_abandoned(path, legacy):
-    try:
-        fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR)
-    except FileNotFoundError:
-        if legacy and _is_old(path):
-            shutil.rmtree(path, ignore_errors=True)
-            return True
-        return False
-    except OSError:
-        return False
-    try:
-        if fcntl is None:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # a live writer holds it
-            return False
-        shutil.rmtree(path, ignore_errors=True)
-        return True
-    finally:
-        os.close(fd)
-
-
-def _is_old(path):
-    try:
-        return time.time() - os.lstat(path).st_mtime > STALE_AFTER
-    except OSError:
-        return False

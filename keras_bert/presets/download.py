@@ -8,7 +8,7 @@ Everything lands under the cache root, ``$KERAS_BERT_HOME`` (default ``~/.cache/
 
 Each step writes in a locked temporary directory and renames into place, so an interrupted
 download or conversion never leaves something that a later call would take for complete, and
-what a killed process left is removed by the next one (`keras_bert.storage.locked_tempdir`).
+what a killed process left is removed by the next one (`keras_bert.tempdirs.locked_tempdir`).
 The cache is a local directory; its files are read and written through `keras_bert.storage`.
 """
 
