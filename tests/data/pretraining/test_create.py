@@ -372,10 +372,13 @@ def test_a_dead_worker_is_an_error(small_corpus, vocab, tmp_path):
         if stats.chunks == 1:
             os.kill(multiprocessing.active_children()[0].pid, signal.SIGKILL)
 
+    # 30 chunks of 50 lines: when the first is written, most are still to be submitted (at
+    # most 4 are in flight), so the pool's death is met whichever worker was killed and
+    # however fast the others were.
     with pytest.raises(PretrainingDataError, match="a worker process died"):
         pretraining_data.create_pretraining_data(
             small_corpus[0], [str(tmp_path / "out.tfrecord")], vocab, num_workers=2,
-            chunk_lines=300, progress=kill_a_worker,
+            chunk_lines=50, progress=kill_a_worker,
             options=PretrainingDataOptions(**dict(FLAGS, dupe_factor=1)))
     assert os.listdir(tmp_path) == []
 
