@@ -52,6 +52,7 @@ import tensorflow as tf
 
 from keras_bert.export import layout, modules, serving_tasks
 from keras_bert.export.layout import ExportError
+from keras_bert.models import task_data
 
 SIGNATURES = ("serving_default", "serving_ids")
 
@@ -129,14 +130,17 @@ def serving_module(model, task):
     """The root object: the model's variables and the two signature functions."""
     root = modules.attach_variables(modules.Module(), model)
 
+    def run(inputs):
+        if model.trim_predictions:  # the batch cut to its longest sequence: the same outputs
+            inputs = task_data.trim_padding(inputs)[0]
+        return model(inputs, training=False)
+
     def from_text(texts):
         inputs, extras = task.pack(texts)
-        outputs = model(inputs, training=False)
-        return modules.float32(task.text_outputs(texts, inputs, extras, outputs))
+        return modules.float32(task.text_outputs(texts, inputs, extras, run(inputs)))
 
     def from_ids(inputs):
-        outputs = model(inputs, training=False)
-        return modules.float32(task.outputs(inputs, outputs))
+        return modules.float32(task.outputs(inputs, run(inputs)))
 
     root.serving_default = tf.function(from_text, input_signature=[task.text_specs()])
     root.serving_ids = tf.function(from_ids, input_signature=[task.ids_specs()])

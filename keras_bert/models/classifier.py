@@ -44,6 +44,7 @@ class BertClassifier(Task):
     """
 
     serving_adapter = "classifier"  # its serving signatures: keras_bert.export.serving_tasks
+    trim_predictions = True  # one row per example: predict and serving cut the padding
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, activation=None,
                  **kwargs):

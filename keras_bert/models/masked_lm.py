@@ -69,6 +69,7 @@ class BertMaskedLM(Task):
     """
 
     serving_adapter = "masked_lm"  # its serving signatures: keras_bert.export.serving_tasks
+    trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertMaskedLMPreprocessor
 
@@ -122,6 +123,7 @@ class BertPretrainer(Task):
     """
 
     serving_adapter = "masked_lm"  # its serving signatures: keras_bert.export.serving_tasks
+    trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertPretrainerPreprocessor
 

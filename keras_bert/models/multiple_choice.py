@@ -36,6 +36,7 @@ class BertMultipleChoice(Task):
     """
 
     serving_adapter = "multiple_choice"  # its serving signatures: keras_bert.export.serving_tasks
+    trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertMultipleChoicePreprocessor
 

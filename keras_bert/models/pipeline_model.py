@@ -44,6 +44,11 @@ class PipelineModel(keras.Model):
     # fit() on in-memory raw text batches similar lengths together (see _dataset); set False
     # for batches drawn uniformly at random.
     group_by_length = True
+    # Whether the outputs have one row per example and no sequence axis (classification,
+    # multiple choice, masked-LM predictions): then predict cuts each batch to its longest
+    # sequence (rounded up to 8) as fit does, which changes no output and computes only what
+    # the text needs. Per-token outputs keep seq_length, so that the batches concatenate.
+    trim_predictions = False
     preprocessor = None
 
     def __init__(self, *args, **kwargs):
@@ -257,11 +262,21 @@ class PipelineModel(keras.Model):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         if self._raw(x):
             if isinstance(x, tf.data.Dataset):
-                x, _ = self._dataset(x, None, None, None, shuffle=False, trim=False)
+                x, _ = self._dataset(x, None, None, None, shuffle=False,
+                                     trim=self.trim_predictions)
             else:
                 x = self._preprocess_now(x)
+                if self.trim_predictions:
+                    x, batch_size = self.trimmed_batches(x, batch_size or 32), None
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                callbacks=callbacks)
+
+    @staticmethod
+    def trimmed_batches(packed, batch_size):
+        """Packed inputs (numpy) -> a dataset of ``batch_size`` batches, in order, each cut to
+        its longest sequence rounded up to 8 (`task_data.trim_padding`)."""
+        ds = tf.data.Dataset.from_tensor_slices(packed).batch(batch_size)
+        return ds.map(lambda x: task_data.trim_padding(x)[0]).prefetch(tf.data.AUTOTUNE)
 
     def _on_batch(self, x, y=None, sample_weight=None):
         if not self._raw(x):
@@ -287,6 +302,8 @@ class PipelineModel(keras.Model):
     def predict_on_batch(self, x):
         if self._raw(x) and not isinstance(x, tf.data.Dataset):
             x = self._preprocess_now(x)
+            if self.trim_predictions:
+                x = task_data.trim_padding(x)[0]
         return super().predict_on_batch(x)
 
 

@@ -235,3 +235,30 @@ def test_errors(encoder, tmp_path):
     with pytest.raises(ValueError, match="format"):  # other formats are Keras' own
         model.export(str(tmp_path / "m" / "2"), format="no-such-format")
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["1"]
+
+
+def test_serving_computes_only_up_to_the_longest_text_of_the_batch(encoder, tmp_path):
+    """A classifier's signatures cut each batch to its longest sequence (rounded up to 8): ids
+    past it are never read (an id outside the vocabulary there is harmless, where the encoder
+    would refuse it), and the outputs are the full-length model's. A token classifier, whose
+    outputs are per token, reads every position."""
+    model = keras_bert.BertClassifier(encoder, 2,
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 64))
+    serve, ids = _export(model, tmp_path)
+    texts = ["a great movie", "dull"]
+    packed = _packed(model, texts)
+    full = model(packed, training=False).numpy()  # every one of the 64 positions
+    np.testing.assert_allclose(serve(text=tf.constant(texts))["logits"], full, atol=1e-5)
+    longest = int(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=-1)))
+    cut = -(-longest // 8) * 8
+    assert cut < 64
+    word_ids = packed["input_word_ids"].numpy()
+    word_ids[:, cut:] = len(VOCAB) + 1000
+    poisoned = dict(packed, input_word_ids=tf.constant(word_ids))
+    np.testing.assert_allclose(ids(**poisoned)["logits"], full, atol=1e-5)
+
+    tagger = keras_bert.BertTokenClassifier(
+        encoder, 2, preprocessor=keras_bert.BertTokenClassifierPreprocessor(VOCAB, 64))
+    _, tagger_ids = _export(tagger, tmp_path, name="tagger")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input_word_ids"):
+        tagger_ids(**poisoned)
