@@ -9,7 +9,7 @@ from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
-from keras_bert.models import memory
+from keras_bert.models import memory, quantization
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
 from keras_bert import checks
@@ -313,18 +313,26 @@ class BertEncoder(PresetMixin, keras.Model):
 
     # ------------------------------------------------------------ config
     def get_config(self):
-        return {"config": self.bert_config.to_dict(), "name": self.name, "trainable": self.trainable,
-                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-                **self.preset_config()}
+        config = {"config": self.bert_config.to_dict(), "name": self.name,
+                  "trainable": self.trainable,
+                  "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+                  **self.preset_config()}
+        quantized = quantization.quantized_layers(self)
+        if quantized:
+            config[quantization.CONFIG_KEY] = quantized
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         preset_state = cls.pop_preset_config(config)
+        quantized = config.pop(quantization.CONFIG_KEY, None)
         if "dtype" in config and isinstance(config["dtype"], dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         model = cls(**config)
         model.set_preset_config(preset_state)
+        if quantized:
+            quantization.quantize_again(model, quantized)
         return model
 
 

@@ -1,0 +1,43 @@
+"""Quantized layers through a ``.keras`` round trip.
+
+Keras' ``model.quantize("int8")`` turns each `Dense` (and `EinsumDense`, `Embedding`) into an
+int8 kernel plus its scale. A functional model built from its constructor arguments
+(`BertEncoder`, every task model) creates float layers again when loaded, which then cannot
+take the saved int8 variables ("Layer 'attention_output' expected 2 variables, but received
+3"). So the models record which layers were quantized, and how, in their config
+(`quantized_layers`), and quantize those layers again when they are rebuilt
+(`quantize_again`), before Keras loads the variables into them.
+
+>>> import keras
+>>> from keras_bert import BertConfig, BertEncoder
+>>> from keras_bert.models.quantization import quantized_layers
+>>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+...                                  num_attention_heads=2, intermediate_size=16))
+>>> quantized_layers(encoder)
+{}
+>>> encoder.quantize("int8")
+>>> quantized_layers(encoder)["transformer_block_0/query"]
+'int8'
+"""
+
+CONFIG_KEY = "quantization"
+
+
+def quantized_layers(model):
+    """``{layer path: quantization mode}`` of the model's quantized layers."""
+    return {layer.path: layer.quantization_mode for layer in model._flatten_layers()
+            if layer is not model and layer.quantization_mode is not None}
+
+
+def quantize_again(model, modes):
+    """Quantizes the layers ``modes`` names (`quantized_layers` of the saved model) that are
+    not quantized yet; ValueError naming a path the model does not have."""
+    layers = {layer.path: layer for layer in model._flatten_layers() if layer is not model}
+    missing = sorted(set(modes) - set(layers))
+    if missing:
+        raise ValueError(f"{model.name}: the saved config names quantized layers this model "
+                         f"does not have: {', '.join(missing)}")
+    for path, mode in modes.items():
+        if layers[path].quantization_mode is None:
+            layers[path].quantize(mode)
+    return model
