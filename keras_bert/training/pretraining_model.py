@@ -23,8 +23,11 @@ from keras_bert.text.tokenizer import BertTokenizer
 PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
-def _init_weights(init_checkpoint, config):
-    """(canonical weights, source) of ``init_checkpoint``, checked against ``config``."""
+def _init_weights(init_checkpoint, config, loader=None):
+    """(canonical weights, source) of ``init_checkpoint``, checked against ``config``;
+    ``loader``: the directory already resolved, if it was."""
+    if loader is not None:
+        return loader.load_weights(config), loader.path
     if storage.isfile(init_checkpoint + ".index"):  # first: on ram:// a prefix is a "dir"
         return google.read_checkpoint(init_checkpoint, config), init_checkpoint
     if storage.isdir(init_checkpoint):
@@ -52,11 +55,11 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
         loader = PresetLoader(preset, require_vocab=True, **options)
         _check_length(loader.load_config(), max_seq_length, preset)
         return loader.load_task(BertPretrainer, dtype=dtype, compile=False, **pre_args)
-    source = bert_config_file
+    source, resolved = bert_config_file, None
     if bert_config_file is not None:
         config = google.config_from_json(bert_config_file)
-    else:  # --init_checkpoint=<a directory> alone: its own config
-        resolved = PresetLoader(init_checkpoint, require_weights=False)
+    else:  # --init_checkpoint=<a directory> alone: its own config and weights, resolved once
+        resolved = PresetLoader(init_checkpoint)
         config, source = resolved.load_config(), resolved.path
         if vocab_file is None:
             vocab_file = resolved.vocab_path
@@ -73,7 +76,7 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
         encoder.do_lower_case = lower
     model = BertPretrainer(encoder, preprocessor=preprocessor, compile=False)
     if init_checkpoint is not None:
-        weights, where = _init_weights(init_checkpoint, config)
+        weights, where = _init_weights(init_checkpoint, config, resolved)
         encoder.set_canonical_weights(weights, source=where)
         load_head_weights(model, weights, source=where)
     return model

@@ -46,6 +46,8 @@ def task_preset(tmp_path):
     lambda p: keras_bert.BertPackInputs.from_preset(p),
     lambda p: pretraining_model.build_pretrainer(preset=p, max_seq_length=16,
                                                  max_predictions_per_seq=2),
+    lambda p: pretraining_model.build_pretrainer(init_checkpoint=p, max_seq_length=16,
+                                                 max_predictions_per_seq=2),
 ])
 def test_each_from_preset_resolves_the_preset_once(task_preset, resolutions, load):
     path, _ = task_preset
