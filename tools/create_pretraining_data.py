@@ -65,9 +65,9 @@ def _one_vocabulary(values):
 def _vocabulary(keras_bert):
     if FLAGS.vocab_file:
         return FLAGS.vocab_file, FLAGS.do_lower_case
-    from keras_bert.text import preset_source
+    from keras_bert.presets.preset_loader import text_preset
 
-    preset = preset_source.load(FLAGS.preset)
+    preset = text_preset(FLAGS.preset)
     lower = FLAGS.do_lower_case if FLAGS["do_lower_case"].present else preset.do_lower_case
     return preset.vocab_path, lower
 

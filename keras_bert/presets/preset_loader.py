@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from keras_bert import vocab
 from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.config import BertConfig
 from keras_bert.presets.loader import load_preset
@@ -118,6 +119,13 @@ class PresetLoader:
             model.preset_name = self.name
         return model
 
+    def load_vocabulary(self):
+        """The preset's vocabulary (a list of tokens), read and checked by the tokenizer's
+        reader."""
+        tokens = vocab.load_vocabulary(self.vocab_path)
+        vocab.check_vocabulary(tokens)
+        return tokens
+
     def load_tokenizer(self, cls, **kwargs):
         """``cls`` (a `BertTokenizer` class) on the preset's vocabulary and casing."""
         return cls(self.vocab_path, do_lower_case=self.do_lower_case, **kwargs)
@@ -193,9 +201,9 @@ def task_from_preset(cls, preset, load_weights=True, **kwargs):
 
 
 def text_preset(preset):
-    """What the text layers' ``from_preset`` need: the resolved preset's ``vocab_path`` and
-    ``do_lower_case`` (a directory without weights will do; one without a vocabulary is a
-    `CheckpointError` naming the file looked for)."""
+    """The loader the text layers' ``from_preset`` use: the vocabulary (``vocab_path``,
+    `load_vocabulary`) and ``do_lower_case`` of the preset (a directory without weights will
+    do; one without a vocabulary is a `CheckpointError` naming the file looked for)."""
     return PresetLoader(preset, require_weights=False, require_vocab=True)
 
 

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_bert import checks, storage
 from keras_bert import vocab as vocab_lib
-from keras_bert.text import preset_source
+from keras_bert.presets.preset_loader import text_preset
 
 MAX_PREDICTIONS = 2**20
 
@@ -291,7 +291,7 @@ class MaskedLMMasker(keras.layers.Layer):
         accepted = [a for a in checks.parameter_names(cls.__init__)
                     if a != "vocabulary"]
         checks.unknown_kwargs("MaskedLMMasker.from_preset", kwargs, accepted)
-        return cls(preset_source.vocabulary(preset), **kwargs)
+        return cls(text_preset(preset).load_vocabulary(), **kwargs)
 
 
 def _greedy_fit(lengths, budget):

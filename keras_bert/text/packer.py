@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import checks
-from keras_bert.text import preset_source
+from keras_bert.presets.preset_loader import text_preset
 from keras_bert import vocab as vocab_lib
 from keras_bert.config import INPUT_NAMES
 
@@ -241,7 +241,7 @@ class BertPackInputs(keras.layers.Layer):
         accepted = [a for a in checks.parameter_names(cls.__init__)
                     if a not in _SPECIAL_ID_ARGS]
         checks.unknown_kwargs("BertPackInputs.from_preset", kwargs, accepted)
-        ids = vocab_lib.special_token_ids(preset_source.vocabulary(preset))
+        ids = vocab_lib.special_token_ids(text_preset(preset).load_vocabulary())
         return cls(start_of_sequence_id=ids[vocab_lib.CLS], end_of_segment_id=ids[vocab_lib.SEP],
                    padding_id=ids[vocab_lib.PAD], **kwargs)
 

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from keras_bert import checks, storage
 from keras_bert import vocab as vocab_lib
-from keras_bert.text import normalization, preset_source
+from keras_bert.presets.preset_loader import text_preset
+from keras_bert.text import normalization
 
 MAX_CHARS_PER_WORD = 2**20
 
@@ -252,7 +253,7 @@ class BertTokenizer(keras.layers.Layer):
         accepted += checks.parameter_names(BertTokenizer.__init__)
         checks.unknown_kwargs("BertTokenizer.from_preset", kwargs,
                               [a for a in accepted if a not in ("kwargs", "vocabulary")])
-        loaded = preset_source.load(preset)
+        loaded = text_preset(preset)
         preset_lower = bool(loaded.do_lower_case)
         if do_lower_case is None:
             do_lower_case = preset_lower
