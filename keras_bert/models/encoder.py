@@ -313,14 +313,11 @@ class BertEncoder(PresetMixin, keras.Model):
 
     # ------------------------------------------------------------ config
     def get_config(self):
-        config = {"config": self.bert_config.to_dict(), "name": self.name,
-                  "trainable": self.trainable,
-                  "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-                  **self.preset_config()}
-        quantized = quantization.quantized_layers(self)
-        if quantized:
-            config[quantization.CONFIG_KEY] = quantized
-        return config
+        return quantization.record(self, {
+            "config": self.bert_config.to_dict(), "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            **self.preset_config()})
 
     @classmethod
     def from_config(cls, config):
@@ -331,9 +328,7 @@ class BertEncoder(PresetMixin, keras.Model):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         model = cls(**config)
         model.set_preset_config(preset_state)
-        if quantized:
-            quantization.quantize_again(model, quantized)
-        return model
+        return quantization.quantize_again(model, quantized)
 
 
 def _bool_as_int(x, name):

@@ -29,9 +29,18 @@ def quantized_layers(model):
             if layer is not model and layer.quantization_mode is not None}
 
 
+def record(model, config):
+    """``config`` (a model's `get_config`) with its quantized layers, if any."""
+    quantized = quantized_layers(model)
+    return {**config, CONFIG_KEY: quantized} if quantized else config
+
+
 def quantize_again(model, modes):
-    """Quantizes the layers ``modes`` names (`quantized_layers` of the saved model) that are
-    not quantized yet; ValueError naming a path the model does not have."""
+    """Quantizes the layers ``modes`` names (`quantized_layers` of the saved model, what
+    `record` put in its config; None: none) that are not quantized yet; ValueError naming a
+    path the model does not have."""
+    if not modes:
+        return model
     layers = {layer.path: layer for layer in model._flatten_layers() if layer is not model}
     missing = sorted(set(modes) - set(layers))
     if missing:

@@ -206,16 +206,12 @@ class Task(PipelineModel):
     def get_config(self):
         # Not Functional's nested config: the constructor arguments of the task, and which of
         # its layers are quantized (the encoder records its own).
-        config = {
+        return quantization.record(self, {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)
             if self.preprocessor is not None else None,
             "name": self.name,
-        }
-        quantized = quantization.quantized_layers(self)
-        if quantized:
-            config[quantization.CONFIG_KEY] = quantized
-        return config
+        })
 
     @classmethod
     def from_config(cls, config):
@@ -224,10 +220,7 @@ class Task(PipelineModel):
         for key in ("encoder", "preprocessor"):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
-        model = cls(**config)
-        if quantized:
-            quantization.quantize_again(model, quantized)
-        return model
+        return quantization.quantize_again(cls(**config), quantized)
 
 
 def _check_preprocessor(encoder, preprocessor):
