@@ -45,6 +45,12 @@ def is_remote(path):
     return "://" in os.fspath(path)
 
 
+def file_system_schemes():
+    """The schemes TensorFlow has a file system for here (``gs``, ``ram``, ``file``, and ``""``
+    for local paths; more when a plugin such as tensorflow-io registers them)."""
+    return tuple(tf.io.gfile.get_registered_schemes())
+
+
 def _parent(path):
     """The directory of ``path`` (absolute for local paths)."""
     path = os.fspath(path)

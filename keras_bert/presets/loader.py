@@ -1,13 +1,13 @@
-"""`load_preset`: a registry name, a local directory (any format) or a Google ``.zip``."""
+"""`load_preset`: a registry name (or another name of one), a hub handle, a local directory
+(any format) or a Google ``.zip``."""
 
-import difflib
 import os
 
 from keras_bert import storage
 from keras_bert.checkpoints import google, layout
 from keras_bert.checkpoints.common import CheckpointError, check_shapes
 from keras_bert.checkpoints.formats import open_directory
-from keras_bert.presets import download
+from keras_bert.presets import aliases, download, handles
 from keras_bert.presets.registry import BASE_URL, PRESETS
 
 
@@ -19,7 +19,7 @@ class UnknownPresetError(CheckpointError):
     ... except UnknownPresetError as error:
     ...     print(error)
     Unknown preset 'bsae'. Did you mean 'base'? Known presets: tiny, mini, ...; or pass a
-    checkpoint directory or .zip.
+    checkpoint directory or .zip, or a hub handle (hf://owner/name, kaggle://...).
     """
 
 
@@ -225,11 +225,16 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
     """Resolves a preset name or path to a `Preset`.
 
     Args:
-        name_or_path: a registry name (``keras_bert.presets()`` lists them), a local directory
-            (keras_bert, Google, Hugging Face or keras-hub format) or a ``.zip`` of a Google
-            checkpoint.
+        name_or_path: a registry name (``keras_bert.presets()`` lists them), a keras-hub
+            preset name or TF Hub / Kaggle handle of a registered BERT (see
+            `keras_bert.presets.aliases`), a hub handle (``hf://owner/name[@revision]``,
+            ``kaggle://owner/model/framework/variation[/version]``: see
+            `keras_bert.presets.hubs`), a local directory (keras_bert, Google, Hugging Face or
+            keras-hub format), or a ``.zip`` of a Google checkpoint; ``gs://`` and the other
+            file systems TensorFlow has as well as local paths.
         url: download the named preset from this URL instead of the registry's.
-        sha256: expected sha256 of the downloaded archive.
+        sha256: expected sha256 of the downloaded archive (of a hub handle: of its weights
+            file, ``model.safetensors``, ``pytorch_model.bin`` or ``model.weights.h5``).
         do_lower_case: override the casing the files record (or that the registry says).
         progress: show a progress bar while downloading.
         require_weights: False lets a local directory that holds only its config (and
@@ -259,6 +264,11 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset
+    registered = aliases.registry_name(name_or_path)  # keras-hub names, TF Hub handles
+    if registered is not None:
+        return _resolve(registered, url, sha256, do_lower_case, progress, require_weights,
+                        require_vocab)
+    handles.check_scheme(name_or_path, storage.file_system_schemes())
     remote = storage.is_remote(name_or_path)
     if storage.isdir(name_or_path):  # local, gs://, ram:// (see keras_bert.storage)
         path = name_or_path if remote else os.path.abspath(name_or_path)
@@ -273,9 +283,11 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
         )
     if os.sep in name_or_path or remote or name_or_path.lower().endswith(".zip"):
         raise CheckpointError(f"No such file or directory: {name_or_path}")
-    close = difflib.get_close_matches(name_or_path, list(PRESETS), n=3, cutoff=0.5)
+    close = aliases.suggestions(name_or_path)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     raise UnknownPresetError(
         f"Unknown preset {name_or_path!r}.{hint} Known presets: {', '.join(PRESETS)}; "
-        "or pass a checkpoint directory or .zip."
+        "or pass a checkpoint directory or .zip, or a hub handle (hf://owner/name, "
+        "kaggle://owner/model/framework/variation)."
     )
+
