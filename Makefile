@@ -57,7 +57,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 INSTALL_HASH := $(shell cat requirements.txt $(PRESETS_REQUIREMENTS) setup.py pyproject.toml \
 	| sha256sum | cut -c1-16)
 TEST_HASH := $(shell { cat requirements.txt requirements-test.txt requirements-hf.txt \
-	requirements-keras-hub.txt requirements-serve.txt requirements-google-bert.txt \
+	requirements-keras-hub.txt requirements-serve.txt requirements-hub.txt \
+	requirements-google-bert.txt \
 	$(PRESETS_REQUIREMENTS) setup.py pyproject.toml; echo "$(TORCH_PIN) $(GOOGLE_BERT_PIN)"; } \
 	| sha256sum | cut -c1-16)
 INSTALL_STAMP := $(VENV)/.keras-bert-install-$(INSTALL_HASH)

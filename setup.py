@@ -11,7 +11,8 @@ extra              file                            for
 ``[hf]``           ``requirements-hf.txt``         ``pytorch_model.bin`` checkpoints (torch)
 ``[keras_hub]``    ``requirements-keras-hub.txt``  reading keras-hub presets
 ``[serve]``        ``requirements-serve.txt``      TF Serving's gRPC client API
-``[test]``         ``requirements-test.txt``       the tests (includes ``[hf]`` and ``[keras_hub]``)
+``[hub]``          ``requirements-hub.txt``        ``hf://`` and ``kaggle://`` preset handles
+``[test]``         ``requirements-test.txt``       the tests (includes the other extras)
 =================  ==============================  ==========================================
 """
 
@@ -47,6 +48,7 @@ EXTRA_FILES = {
     "hf": "requirements-hf.txt",
     "keras_hub": "requirements-keras-hub.txt",
     "serve": "requirements-serve.txt",
+    "hub": "requirements-hub.txt",
     "test": "requirements-test.txt",
 }
 extras_require = {

@@ -22,6 +22,16 @@ def test_a_missing_package_fails_naming_it(monkeypatch):
         require("keras_hub")
 
 
+@pytest.mark.parametrize("module", ["huggingface_hub", "kagglehub"])
+def test_a_missing_hub_client_fails_naming_the_hub_extra(monkeypatch, module):
+    import sys
+
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(pytest.fail.Exception, match=rf"needs {module} \(requirements-hub\.txt, "
+                       r"the \[hub\] extra\)"):
+        require(module)
+
+
 def test_no_test_skips_on_a_missing_import():
     # (A `skipif` with a platform reason may stay; skipping on an import may not.)
     pattern = re.compile(r"importorskip|pytest\.skip\(")

@@ -15,6 +15,7 @@ EXTRAS = {
     "hf": "requirements-hf.txt",
     "keras_hub": "requirements-keras-hub.txt",
     "serve": "requirements-serve.txt",
+    "hub": "requirements-hub.txt",
     "test": "requirements-test.txt",
 }
 
@@ -54,7 +55,8 @@ def test_runtime_requirements_are_requirements_txt(setup_kwargs):
     assert setup_kwargs["install_requires"] == _lines("requirements.txt")
     names = {re.split(r"[=<>!~;\[ ]", r, 1)[0].lower() for r in setup_kwargs["install_requires"]}
     # Optional heavy packages stay out of the runtime install; safetensors is runtime.
-    assert not names & {"torch", "transformers", "keras-hub", "tensorflow-serving-api", "grpcio"}
+    assert not names & {"torch", "transformers", "keras-hub", "tensorflow-serving-api", "grpcio",
+                        "huggingface_hub", "kagglehub"}
     assert "safetensors" in names
 
 
@@ -71,8 +73,9 @@ def test_the_pins_named_in_the_issue(setup_kwargs):
     assert extras["keras_hub"] == ["keras-hub==0.32.0"]
     assert any(r.startswith("torch==") for r in extras["hf"])
     assert any(r.startswith("tensorflow-serving-api==") for r in extras["serve"])
-    # The tests use the [hf] and [keras_hub] extras' pins and the parity references.
-    assert set(extras["hf"]) | set(extras["keras_hub"]) <= set(extras["test"])
+    assert extras["hub"] == ["huggingface_hub==2.4.0", "kagglehub==1.0.2"]
+    # The tests use the [hf], [keras_hub] and [hub] extras' pins and the parity references.
+    assert set(extras["hf"]) | set(extras["keras_hub"]) | set(extras["hub"]) <= set(extras["test"])
     assert {"pytest", "transformers"} <= set(extras["test"])
 
 
