@@ -7,7 +7,7 @@ from keras_bert import storage
 from keras_bert.checkpoints import google, layout
 from keras_bert.checkpoints.common import CheckpointError, check_shapes
 from keras_bert.checkpoints.formats import open_directory
-from keras_bert.presets import aliases, download, handles
+from keras_bert.presets import aliases, download, handles, hubs
 from keras_bert.presets.registry import BASE_URL, PRESETS
 
 
@@ -268,6 +268,8 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
     if registered is not None:
         return _resolve(registered, url, sha256, do_lower_case, progress, require_weights,
                         require_vocab)
+    if handles.is_hub_handle(name_or_path):
+        return _from_hub(name_or_path, url, sha256, do_lower_case, progress)
     handles.check_scheme(name_or_path, storage.file_system_schemes())
     remote = storage.is_remote(name_or_path)
     if storage.isdir(name_or_path):  # local, gs://, ram:// (see keras_bert.storage)
@@ -291,3 +293,14 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
         "kaggle://owner/model/framework/variation)."
     )
 
+
+def _from_hub(text, url, sha256, do_lower_case, progress):
+    """A hub handle: its converted copy in the cache, fetched and converted first if needed
+    (the whole checkpoint, whatever the caller needs of it)."""
+    handle = handles.parse(text)
+    if url:
+        raise CheckpointError(f"url= applies to registered presets, not to the hub handle "
+                              f"{handle}; pass the handle alone.")
+    path = hubs.load(handle, sha256=sha256, progress=progress)
+    checkpoint = open_directory(path, do_lower_case)
+    return Preset(str(handle), checkpoint.metadata.get("source") or str(handle), checkpoint)

@@ -45,6 +45,18 @@ def test_cache_keys_follow_the_handle():
     assert parse("kaggle://o/m/keras/v").cache_parts == ("kaggle", "o", "m", "keras", "v", "latest")
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("hf://just-a-name", "hf://owner/name"),
+    ("hf://a/b/c", "hf://owner/name"),
+    ("hf://a/b@", "hf://owner/name@revision"),
+    ("kaggle://keras/bert", "kaggle://owner/model/framework/variation"),
+    ("kaggle://keras/bert/keras/bert_base_en_uncased/latest", "the version is a number"),
+])
+def test_malformed_handles_show_the_expected_form(text, expected):
+    with pytest.raises(UnsupportedHandleError, match=f"Malformed handle.*{expected}"):
+        BertEncoder.from_preset(text)
+
+
 @pytest.mark.parametrize("text", ["s3://bucket/bert", "tfhub://bert_en_uncased", "foo://x",
                                   "http://example.com/bert.tar.gz"])
 def test_unsupported_schemes_list_the_supported_ones(text):
