@@ -1,4 +1,5 @@
-"""Named BERT presets and loading from names, directories and zips.
+"""Named BERT presets and loading from names, hub handles (``hf://``, ``kaggle://``),
+directories and zips.
 
 ``keras_bert.presets()`` (this module is callable) and ``keras_bert.presets.list_presets()``
 list the registry; `load_preset` resolves a name or path to a `Preset`.
