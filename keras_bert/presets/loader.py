@@ -264,7 +264,10 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
         if do_lower_case is not None:
             preset.do_lower_case = do_lower_case
         return preset
-    registered = aliases.registry_name(name_or_path)  # keras-hub names, TF Hub handles
+    # keras-hub's names, TF Hub handles, Google's checkpoint names; a directory of that name
+    # (an unzipped uncased_L-12_H-768_A-12, a keras-hub preset saved as bert_base_en) wins.
+    local = handles.scheme(name_or_path) is None and storage.exists(name_or_path)
+    registered = None if local else aliases.registry_name(name_or_path)
     if registered is not None:
         return _resolve(registered, url, sha256, do_lower_case, progress, require_weights,
                         require_vocab)

@@ -71,6 +71,16 @@ def test_a_keras_hub_name_loads_the_registered_preset_without_a_download(cache):
                        require_weights=False).name == "base_cased"
 
 
+def test_a_directory_of_such_a_name_is_read_as_a_directory(tmp_path, monkeypatch, cache):
+    from google_zips import write_google_dir  # tests/presets/google_zips.py
+
+    write_google_dir(tmp_path / "uncased_L-12_H-768_A-12")  # an unzipped archive, here tiny
+    monkeypatch.chdir(tmp_path)
+    preset = load_preset("uncased_L-12_H-768_A-12")
+    assert preset.format == "google" and preset.config.hidden_size == 8
+    assert not cache.exists()  # nothing downloaded
+
+
 def test_kaggle_handles_of_other_models_are_no_aliases():
     assert registry_name("kaggle://keras/bert/keras/bert_base_en_uncased/3") is None
     assert registry_name("base_model") is None

@@ -119,6 +119,23 @@ def test_hf_handle_downloads_once_and_gives_the_directory_outputs(hf_hub, hf_dir
     assert len(hf_hub.requests) == 9
 
 
+def test_hf_repository_in_keras_hub_layout(keras_hub_dir, monkeypatch, cache):
+    hub = hubs.HfHub("keras/bert_tiny_test", hubs.files_of(keras_hub_dir))
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    try:
+        encoder = BertEncoder.from_preset("hf://keras/bert_tiny_test", progress=False)
+    finally:
+        hub.close()
+    fetched = sorted(p.split("/resolve/")[1].split("/", 1)[1] for m, p in hub.requests
+                     if m == "GET" and "/resolve/" in p)
+    assert fetched == ["assets/tokenizer/vocabulary.txt", "config.json", "metadata.json",
+                       "model.weights.h5", "tokenizer.json"]
+    want = BertEncoder.from_preset(str(keras_hub_dir))
+    for key, value in _outputs(want).items():
+        np.testing.assert_array_equal(_outputs(encoder)[key], value, err_msg=key)
+    assert encoder.vocabulary == hubs.VOCAB and encoder.do_lower_case is True
+
+
 def test_hf_revision_is_its_own_cache_entry(hf_hub, cache):
     load_preset(f"hf://org/tiny-bert@{COMMIT}", progress=False)
     assert (cache / "hub" / "hf" / "org" / "tiny-bert" / COMMIT / "keras_bert.json").is_file()
