@@ -2,7 +2,8 @@
 
 The names users of the other BERT homes type map to the registered preset with the same
 weights: keras-hub's preset names (``bert_base_en_uncased`` -> ``base``), TF Hub handles of
-Google's BERTs and their Kaggle copies (``https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4``,
+Google's BERTs and their Kaggle copies
+(``https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4``,
 ``https://www.kaggle.com/models/tensorflow/bert/tensorFlow2/en-uncased-l-12-h-768-a-12/4``,
 ``kaggle://tensorflow/bert/tensorFlow2/en-uncased-l-12-h-768-a-12``) and Google's own
 checkpoint names (``uncased_L-12_H-768_A-12``). A TF Hub handle of a BERT that is not

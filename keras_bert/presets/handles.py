@@ -1,13 +1,16 @@
-"""Hub handles: ``hf://owner/name[@revision]`` and ``kaggle://owner/model/framework/variation[/version]``.
+"""Hub handles: ``hf://owner/name[@revision]``, ``kaggle://owner/model/framework/variation``.
 
-`parse` reads a handle (or the web address of the same model: ``https://huggingface.co/owner/name``,
+A Kaggle handle may end in ``/version``. `parse` reads a handle (or the web address of the
+same model: ``https://huggingface.co/owner/name``,
 ``https://www.kaggle.com/models/owner/model/framework/variation/version``) into a `Handle`;
 `check_scheme` refuses a preset string whose scheme is neither a hub's nor a file system's
 that TensorFlow has (``gs://``, ``ram://``, local paths), listing the supported ones.
 
 >>> handle = parse("hf://sentence-transformers/all-MiniLM-L6-v2@main")
->>> handle.hub, handle.repo_id, handle.revision, handle.cache_parts
-('hf', 'sentence-transformers/all-MiniLM-L6-v2', 'main', ('hf', 'sentence-transformers', 'all-MiniLM-L6-v2', 'main'))
+>>> handle.hub, handle.repo_id, handle.revision
+('hf', 'sentence-transformers/all-MiniLM-L6-v2', 'main')
+>>> handle.cache_parts
+('hf', 'sentence-transformers', 'all-MiniLM-L6-v2', 'main')
 >>> parse("kaggle://keras/bert/keras/bert_tiny_en_uncased/3").kaggle_handle
 'keras/bert/keras/bert_tiny_en_uncased/3'
 """

@@ -213,7 +213,8 @@ def test_kaggle_version_is_its_own_cache_entry(kaggle_hub, cache):
     calls = [p.rsplit("/", 1)[1] for m, p in kaggle_hub.requests if m == "POST"]
     assert "GetModelInstance" not in calls  # the version was given
     with pytest.raises(DownloadError, match=r"kaggle://keras/bert/keras/bert_tiny_test/4: "
-                       r"http://127\.0\.0\.1:\d+ answered 404 \(404 Client Error.*Resource not found"):
+                       r"http://127\.0\.0\.1:\d+ answered 404 \(404 Client Error"
+                       r".*Resource not found"):
         load_preset("kaggle://keras/bert/keras/bert_tiny_test/4", progress=False)
 
 
@@ -279,7 +280,8 @@ def test_a_hub_that_answers_with_errors_is_asked_once(hf_hub, kaggle_hub, cache)
         load_preset("hf://org/tiny-bert", progress=False)
     assert hf_hub.requests == [("GET", "/api/models/org/tiny-bert?blobs=true")]
     kaggle_hub.fail_api = 503
-    with pytest.raises(DownloadError, match="kaggle://keras/bert/keras/bert_tiny_test: .* answered 503"):
+    with pytest.raises(DownloadError,
+                       match="kaggle://keras/bert/keras/bert_tiny_test: .* answered 503"):
         load_preset("kaggle://keras/bert/keras/bert_tiny_test", progress=False)
     assert [m for m, _ in kaggle_hub.requests] == ["POST"]
 
