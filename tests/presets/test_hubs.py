@@ -180,6 +180,25 @@ def test_hf_weights_are_checked_against_the_listed_and_the_given_sha256(hf_hub, 
     assert load_preset("hf://org/tiny-bert", sha256=good, progress=False).format == "keras_bert"
 
 
+def test_hf_weights_that_disagree_with_the_config_are_refused(hf_dir, monkeypatch, cache):
+    import json
+
+    files = hubs.files_of(hf_dir)
+    config = json.loads(files["config.json"])
+    config["intermediate_size"] = 48  # the weights have 32
+    files["config.json"] = json.dumps(config).encode()
+    hub = hubs.HfHub("org/bad-bert", files)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    try:
+        with pytest.raises(DownloadError, match=r"hf://org/bad-bert/model\.safetensors.*"
+                           r"intermediate.*\(16, 32\).*Nothing was cached"):
+            load_preset("hf://org/bad-bert", progress=False)
+    finally:
+        hub.close()
+    assert not (cache / "hub" / "hf" / "org" / "bad-bert" / "main").exists()
+    assert _no_temporaries(cache) == []
+
+
 def test_hf_repository_without_bert_weights_names_what_is_missing(monkeypatch, cache):
     hub = hubs.HfHub("org/docs", {"README.md": b"# nothing here", "config.json": b"{}"})
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
