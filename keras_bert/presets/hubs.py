@@ -238,13 +238,26 @@ def _download_kaggle(handle, into, progress):
         what = f"answered {status} ({text})" if status else f"failed ({type(e).__name__}: {text})"
         raise download.DownloadError(
             f"Cannot download {handle}: {endpoint} {what}. {manual_route(handle)}") from None
-    files = [f for f in storage.walk_files(path) if not f.startswith(".complete/")]
+    found = storage.walk_files(path)
+    files = [f for f in found if not f.startswith(".complete/")]
     missing = [f for f in (keras_hub.CONFIG_FILE, keras_hub.WEIGHTS_FILE) if f not in files]
     if missing:
         raise download.DownloadError(
             f"{handle} holds no {' and no '.join(missing)}: not a keras-hub preset "
             f"(its files: {files[:20]}).")
-    return handle.revision or "latest", keras_hub.WEIGHTS_FILE, None, files
+    return handle.revision or _kaggle_version(found), keras_hub.WEIGHTS_FILE, None, files
+
+
+def _kaggle_version(found):
+    """The version kagglehub resolved an unversioned handle to, read from the completion
+    marker it leaves in the output directory
+    (``.complete/models/<owner>/<model>/<framework>/<variation>/<version>/bundle.complete``);
+    "latest" when that is not there."""
+    for name in found:
+        parts = name.split("/")
+        if parts[:2] == [".complete", "models"] and len(parts) == 8 and parts[6].isdigit():
+            return parts[6]
+    return "latest"
 
 
 # ------------------------------------------------------------------------ both

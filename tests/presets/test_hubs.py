@@ -219,6 +219,8 @@ def test_kaggle_handle_downloads_once_and_gives_the_directory_outputs(kaggle_hub
     assert calls[2:] == ["DownloadModelInstanceVersion"] * 5  # one per file, then redirected
     target = cache / "hub" / "kaggle" / "keras" / "bert" / "keras" / "bert_tiny_test" / "latest"
     assert (target / "keras_bert.json").is_file() and (target / "vocab.txt").is_file()
+    metadata = load_preset("kaggle://keras/bert/keras/bert_tiny_test").checkpoint.metadata
+    assert metadata["hub"]["resolved"] == "3"  # the version kagglehub resolved
     assert _no_temporaries(cache) == []
     count = len(kaggle_hub.requests)
     BertEncoder.from_preset("https://www.kaggle.com/models/keras/bert/keras/bert_tiny_test")
