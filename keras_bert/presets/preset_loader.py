@@ -1,7 +1,8 @@
 """`PresetLoader`: the one way every ``from_preset`` of keras_bert loads a preset.
 
-keras-hub's ``PresetLoader`` shape: a preset (a registered name, a directory in keras_bert,
-Google, Hugging Face or keras-hub format, a Google ``.zip``) is resolved once, when the loader
+keras-hub's ``PresetLoader`` shape: a preset (a registered name or a keras-hub / TF Hub name
+of one, an ``hf://`` or ``kaggle://`` handle, a directory in keras_bert, Google, Hugging Face
+or keras-hub format, a Google ``.zip``) is resolved once, when the loader
 is made, and the loader then builds what a class asks for: `load_config`, `load_encoder`,
 `load_tokenizer`, `load_preprocessor`, `load_task`. It takes the class to build as an
 argument (a task class names its ``encoder_cls``, ``tokenizer_cls`` and ``preprocessor_cls``),
@@ -44,8 +45,8 @@ class PresetLoader:
     """A preset resolved once, and the builders of what a class asks for from it.
 
     Args:
-        preset: a registered name (``keras_bert.presets()``), a local directory or a
-            Google ``.zip``.
+        preset: a registered name (``keras_bert.presets()``) or another name of one, a hub
+            handle (``hf://``, ``kaggle://``), a local directory or a Google ``.zip``.
         require_weights: whether the preset must have weights (False: config and
             vocabulary are enough; a registry name downloads nothing).
         require_vocab: whether it must have a vocabulary.
