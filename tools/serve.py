@@ -46,6 +46,9 @@ flags.DEFINE_integer("num_batch_threads", None, "Batches run at once (default: C
                      lower_bound=1)
 flags.DEFINE_integer("max_enqueued_batches", None, "Queue bound, in batches (default 10).",
                      lower_bound=1)
+flags.DEFINE_bool("batch_group_by_length", None, "Let text requests share a batch only with "
+                  "texts of a similar length (default true; keras_bert's addition: its "
+                  "signatures pad each batch to its longest text).")
 flags.DEFINE_integer("max_request_batch", 0, "Most rows one request may send (0: no limit "
                      "beyond --max_batch_size when batching).", lower_bound=0)
 flags.DEFINE_integer("grpc_max_threads", 32, "gRPC requests handled at once.", lower_bound=1)
@@ -54,13 +57,14 @@ flags.DEFINE_integer("rest_api_timeout_in_ms", 30000, "How long a REST request m
 FLAGS = flags.FLAGS
 
 _BATCHING_FLAGS = ("max_batch_size", "batch_timeout_micros", "num_batch_threads",
-                   "max_enqueued_batches")
+                   "max_enqueued_batches", "batch_group_by_length")
 
 
 @flags.multi_flags_validator(
     ("enable_batching", "batching_parameters_file") + _BATCHING_FLAGS,
     message="--batching_parameters_file, --max_batch_size, --batch_timeout_micros, "
-            "--num_batch_threads and --max_enqueued_batches need --enable_batching")
+            "--num_batch_threads, --max_enqueued_batches and --batch_group_by_length need "
+            "--enable_batching")
 def _batching_flags_need_batching(values):
     return values["enable_batching"] or all(
         values[name] is None for name in ("batching_parameters_file",) + _BATCHING_FLAGS)
@@ -71,8 +75,8 @@ def _batching(server_lib):
         return None
     options = (server_lib.read_batching_parameters_file(FLAGS.batching_parameters_file)
                if FLAGS.batching_parameters_file else server_lib.BatchingOptions())
-    overrides = {name: FLAGS[name].value for name in _BATCHING_FLAGS
-                 if FLAGS[name].value is not None}
+    overrides = {name.replace("batch_group_by", "group_by"): FLAGS[name].value
+                 for name in _BATCHING_FLAGS if FLAGS[name].value is not None}
     if overrides:
         import dataclasses
 
@@ -125,7 +129,8 @@ def main(argv):
     batching = server.manager.batching
     if batching is not None:
         print(f"Batching: max_batch_size={batching.max_batch_size}, batch_timeout_micros="
-              f"{batching.batch_timeout_micros}, num_batch_threads={batching.threads}")
+              f"{batching.batch_timeout_micros}, num_batch_threads={batching.threads}, "
+              f"group_by_length={batching.group_by_length}")
     print(f"Running gRPC ModelServer at {server.grpc_address} ...")
     if server.rest_url:
         print(f"Exporting HTTP/REST API at:{server.rest_url} ...")
