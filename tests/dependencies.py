@@ -15,6 +15,7 @@ PACKAGES = {
     "tf_keras": "tf-keras (requirements-test.txt)",
     "huggingface_hub": "huggingface_hub (requirements-hub.txt, the [hub] extra)",
     "kagglehub": "kagglehub (requirements-hub.txt, the [hub] extra)",
+    "ai_edge_litert": "ai-edge-litert (requirements-litert.txt, the [litert] extra)",
 }
 
 
