@@ -98,7 +98,8 @@ class LiteRTSignature(Signature):
     >>> signature = LiteRTSignature("serving_default", pool)
     >>> signature, sorted(signature.outputs)
     (LiteRTSignature('serving_default', inputs=['text']), ['label_ids', 'logits', 'probabilities'])
-    >>> signature.run(signature.check({"text": np.array([b"a great movie"], object)}))["label_ids"].shape
+    >>> out = signature.run(signature.check({"text": np.array([b"a great movie"], object)}))
+    >>> out["label_ids"].shape
     (1,)
     """
 

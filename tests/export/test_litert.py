@@ -68,7 +68,8 @@ def test_classifier_gives_the_saved_models_outputs(encoder, tmp_path):
     _close(out, saved["serving_default"](text=tf.constant(TEXTS)))
     np.testing.assert_allclose(out["logits"], model.predict(TEXTS, verbose=0), atol=ATOL)
     for size in (1, 5, 0):  # batch sizes change between calls
-        _close(lite(text=TEXTS[:size]), saved["serving_default"](text=tf.constant(TEXTS[:size], tf.string)))
+        _close(lite(text=TEXTS[:size]),
+               saved["serving_default"](text=tf.constant(TEXTS[:size], tf.string)))
     packed = model.preprocessor(TEXTS)  # [batch, 16], padding past the longest included
     _close(lite("serving_ids", **{k: v.numpy() for k, v in packed.items()}),
            saved["serving_ids"](**packed))

@@ -31,7 +31,7 @@ ADVERSARIAL = HARD_CASES + [
     "long " * 2000,
     LONG_CYRILLIC,
     "дом" * 33,  # 99 characters, 198 bytes: the same ids
-    "ภาษาไทย" * 12,  # 84 characters, 252 bytes, but no WordPiece covers it: [UNK] either way
+    "ภาษาไทย" * 12,  # 84 characters, 252 bytes, but no WordPiece covers it: [UNK] both
 ]
 
 
