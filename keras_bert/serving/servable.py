@@ -36,8 +36,9 @@ def has_tflite_model(path):
 
 
 def served_file(path, prefer_tflite_model=False):
-    """Which model of version directory ``path`` serves: ``"model.tflite"`` or
-    ``"saved_model.pb"`` (see the module docstring); FileNotFoundError when none can."""
+    """Which file of version directory ``path`` serves: ``"model.tflite"`` or
+    ``"saved_model.pb"`` (``.pbtxt``) (see the module docstring); FileNotFoundError when
+    none can."""
     if prefer_tflite_model and has_tflite_model(path):
         return TFLITE_FILE
     if has_saved_model(path):
@@ -47,7 +48,8 @@ def served_file(path, prefer_tflite_model=False):
         elif has_tflite_model(path):
             log.info("%s also holds %s, not served: --prefer_tflite_model is off", path,
                      TFLITE_FILE)
-        return "saved_model.pb"
+        text = not storage.isfile(os.path.join(path, "saved_model.pb"))
+        return "saved_model.pbtxt" if text else "saved_model.pb"
     if has_tflite_model(path):
         raise FileNotFoundError(f"{path} holds only {TFLITE_FILE} (a LiteRT model) and no "
                                 "saved_model.pb: serve it with --prefer_tflite_model")
