@@ -17,6 +17,7 @@ PACKAGES = {
     "onnx": "onnx (requirements-test.txt)",
     "huggingface_hub": "huggingface_hub (requirements-hub.txt, the [hub] extra)",
     "kagglehub": "kagglehub (requirements-hub.txt, the [hub] extra)",
+    "ai_edge_litert": "ai-edge-litert (requirements-litert.txt, the [litert] extra)",
 }
 
 

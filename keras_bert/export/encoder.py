@@ -80,7 +80,7 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     """
     encoder, mlm_model = _encoder_of(model)
     export_dir = layout.check_target(export_dir)  # before any tracing
-    tokens, lower = _vocabulary(model, encoder, vocabulary, do_lower_case)
+    tokens, lower = vocabulary_of(model, encoder, vocabulary, do_lower_case)
     with vocabulary_file(tokens, beside=os.path.dirname(export_dir)) as vocab_path:
         root = encoder_module(encoder, mlm_model, vocab_path, lower)
         serving = _serving_function(root)
@@ -158,7 +158,7 @@ def _encoder_of(model):
                       f"{type(model).__name__}.")
 
 
-def _vocabulary(model, encoder, vocabulary, do_lower_case):
+def vocabulary_of(model, encoder, vocabulary, do_lower_case):
     """(tokens, do_lower_case) for the export, from the arguments or what the model knows."""
     tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
     if vocabulary is not None:

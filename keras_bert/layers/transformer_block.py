@@ -139,7 +139,9 @@ class TransformerBlock(keras.layers.Layer):
         scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
         if scale != 1.0:
             scores = scores * scale
-        scores = scores + mask_bias[:, tf.newaxis, tf.newaxis, :]
+        # (A reshape, not [:, tf.newaxis, tf.newaxis, :]: LiteRT has no builtin for a
+        # strided slice that adds axes.)
+        scores = scores + tf.reshape(mask_bias, [batch, 1, 1, seq])
         if self._fused(training):
             probs = fused.softmax_dropout(scores, self.attention_probs_dropout, training,
                                           self.compute_dtype)

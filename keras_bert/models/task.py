@@ -159,10 +159,12 @@ class Task(PipelineModel):
         (``pairs``, ``label_names``, ``top_k``, ``max_answer_length``) and the signatures:
         `keras_bert.export.export_model`. Returns the export's path.
 
-        Other formats (``"onnx"``, ``"openvino"``, ``"litert"``) are Keras' own exports of
-        the model on packed inputs. Raises `keras_bert.export.ExportError` (a
-        ``ValueError``) for an ``input_signature`` with ``"tf_saved_model"``: its
-        signatures are fixed (text and ids).
+        ``format="litert"``: a LiteRT ``.tflite`` with the tokenizer inside, float32 or
+        int8 (``quantize="int8"``), for `BertClassifier` and `BertMultipleChoice`
+        (`keras_bert.export.export_litert`). Other formats (``"onnx"``, ``"openvino"``) are
+        Keras' own exports of the model on packed inputs. Raises
+        `keras_bert.export.ExportError` (a ``ValueError``) for an ``input_signature`` with
+        ``"tf_saved_model"`` or ``"litert"``: their signatures are fixed (text and ids).
         """
         writer = EXPORTERS.get(format)
         if writer is None:
