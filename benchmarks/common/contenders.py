@@ -160,15 +160,13 @@ def keras_bert_int8(setup):
 
 
 def _litert_runner(setup, quantize):
-    try:
-        from keras_bert.export import litert
-    except ImportError as error:
-        raise Unavailable(f"keras_bert.export.litert: {error}") from None
     _needs("ai_edge_litert")
+    from keras_bert.export import litert_model
+
     path = os.path.join(setup.workdir, f"model.{quantize or 'fp32'}.tflite")
     setup.model.export(path, format="litert", quantize=quantize)
-    runner = litert.load(path, num_threads=setup.threads)
-    return lambda texts: runner(text=np.asarray(texts, dtype=object))["probabilities"]
+    runner = litert_model.load(path, num_threads=setup.threads)
+    return lambda texts: runner(text=texts)["probabilities"]
 
 
 def litert_fp32(setup):

@@ -37,7 +37,8 @@ SMALL_RUNS = {
                     "--precisions=fp32", "--xla=off", "--peers=keras_hub,hf_torch"],
     "serve.py": ["--clients=2", "--requests=3", "--warmup=1", "--rounds=1"],
     "serve_cpu.py": ["--model=tiny", "--seq_length=16", "--data=wikipedia", "--max_texts=8",
-                     "--latency_texts=2", "--rounds=1", "--contenders=keras_bert_fp32,ort_int8"],
+                     "--latency_texts=2", "--rounds=1",
+                     "--contenders=keras_bert_fp32,litert_int8,ort_int8"],
     "tokenize.py": ["--max_lines=20", "--repeats=1"],
 }
 
