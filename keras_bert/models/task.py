@@ -47,10 +47,10 @@ class Task(PipelineModel):
       and so does everything when ``preprocessor`` is None. In training and evaluation each
       batch is cut to its longest sequence (rounded up to 8), which changes no result.
     * ``compile()`` defaults: the original BERT fine-tuning recipe (AdamW, weight decay 0.01
-      except LayerNorm and biases, gradients clipped to norm 1.0, learning rate 5e-5 warmed up
-      over the first 10% of the steps, then decayed linearly to 0 at the last step of ``fit``;
-      each later ``fit`` call extends the decay to its own last step), and the subclass's loss
-      and metrics.
+      except LayerNorm and biases, gradients clipped to norm 1.0, learning rate 5e-5 (5e-4
+      with LoRA enabled) warmed up over the first 10% of the steps, then decayed linearly to
+      0 at the last step of ``fit``; each later ``fit`` call extends the decay to its own last
+      step), and the subclass's loss and metrics.
     * a complete ``get_config`` (encoder, preprocessor, head arguments), so the model
       round-trips through ``.keras`` with its vocabulary and takes raw strings after loading.
 
@@ -168,13 +168,16 @@ class Task(PipelineModel):
         default optimizer is compiled again with the LoRA learning rate
         (``DEFAULT_LORA_LEARNING_RATE``); one whose optimizer has trained gets a fresh copy
         of it (its state belonged to the weights that trained before)."""
+        if not hasattr(self.encoder, "enable_lora"):
+            raise TypeError(f"{type(self).__name__}: LoRA needs a BertEncoder; this model's "
+                            f"encoder is a {type(self.encoder).__name__}.")
         self.encoder.enable_lora(rank, target_layer_names, lora_alpha=lora_alpha)
         self._lora_changed()
 
     @property
     def lora_config(self):
         """The encoder's LoRA (``{"rank", "lora_alpha", "target_layer_names"}``) or None."""
-        return self.encoder.lora_config
+        return getattr(self.encoder, "lora_config", None)
 
     def save_lora_weights(self, filepath):
         """Writes what LoRA trains, the encoder's factors and the head, to ``filepath`` (a
@@ -186,10 +189,7 @@ class Task(PipelineModel):
         """Loads a file of ``save_lora_weights`` (factors and head), enabling LoRA as the
         file says when it is not enabled yet. ValueError naming what differs for a file of
         another task, architecture, rank, alpha, targets or head shape."""
-        enabled = self.lora_config is not None
-        lora.load(self, filepath)
-        if not enabled:
-            self._lora_changed()
+        lora.load(self, filepath)  # (enable_lora, when it enables, compiles anew)
         lora.reset_functions(self)
 
     def merge_lora(self):
