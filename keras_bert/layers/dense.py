@@ -31,7 +31,7 @@ class Dense(keras.layers.Dense):
     >>> x = np.random.default_rng(0).normal(size=(2, 4)).astype("float32")
     >>> plain = layer(x).numpy()
     >>> layer.enable_lora(rank=2)
-    >>> layer.lora_kernel_b.assign(np.full((2, 3), 0.1, "float32"))
+    >>> _ = layer.lora_kernel_b.assign(np.full((2, 3), 0.1, "float32"))
     >>> with_lora = layer(x).numpy()
     >>> layer.merge_lora()
     >>> layer.lora_enabled, [v.name for v in layer.weights]
