@@ -44,7 +44,7 @@ from keras_bert import checks, storage
 from keras_bert.export import litert_model, litert_text, modules, serving_tasks
 from keras_bert.export.encoder import vocabulary_of
 from keras_bert.export.layout import ExportError
-from keras_bert.models import quantization, task_data
+from keras_bert.models import lora, quantization, task_data
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
 from keras_bert.text.tokenizer import BertTokenizer
@@ -112,6 +112,9 @@ def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
                           "(serving_default takes text, serving_ids the packed ids).")
     quantize = _quantization(quantize, optimizations)
     filepath = check_path(filepath)
+    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+    if getattr(encoder, "lora_config", None) is not None:  # the factors merged: plain kernels
+        model = lora.merged_copy(model)
     pairs = checks.boolean("pairs", pairs)
     encoder_only = checks.boolean("encoder_only", encoder_only)
     if isinstance(model, BertEncoder) or encoder_only:

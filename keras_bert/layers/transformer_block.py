@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers import activations, fused
+from keras_bert.layers.dense import Dense
 from keras_bert.checks import check_layer_kwargs
 
 # Added to attention scores of padding positions, as in Google's modeling.py.
@@ -25,10 +26,12 @@ class TransformerBlock(keras.layers.Layer):
 
     The block calls its Dense and LayerNormalization sublayers, so Keras features that act on
     them (``enable_lora``, ``quantize``) change what it computes; their names and
-    ``canonical_variables()`` are Google's. For speed every projection runs as a 2-D matmul
-    over all ``batch * seq`` tokens (TensorFlow's oneDNN rewrite fuses the matmul with its
-    bias and with the GELU of the intermediate layer), and the attention scores are written
-    as ``matmul * scale + mask_bias``, which it fuses into one batched matmul in float32.
+    ``canonical_variables()`` are Google's. The projections are `keras_bert.layers.dense.Dense`
+    (Keras' `Dense` whose LoRA factors save as they are and merge into the kernel). For speed
+    every projection runs as a 2-D matmul over all ``batch * seq`` tokens (TensorFlow's
+    oneDNN rewrite fuses the matmul with its bias and with the GELU of the intermediate
+    layer), and the attention scores are written as ``matmul * scale + mask_bias``, which it
+    fuses into one batched matmul in float32.
     While training, the element-wise chains between the matmuls (softmax and dropout of the
     attention probabilities; dropout, residual sum and LayerNorm; GELU), and their
     gradients, run as small XLA-compiled kernels (`keras_bert.layers.fused`), the same math.
@@ -74,7 +77,7 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
 
         def dense(units, name, activation=None):
-            return keras.layers.Dense(
+            return Dense(
                 units,
                 activation=activation,
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),

@@ -24,7 +24,7 @@ METRICS_FILE = "metrics.json"
 MODEL_FILE = "model.keras"
 
 
-def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learning_rate=5e-5,
+def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learning_rate=None,
               warmup_ratio=0.1, optimizer="adamw", model_dir=None, jit_compile=False,
               verbose="auto", callbacks=None):
     """Fits ``model`` (a keras_bert task model) on in-memory examples with the BERT recipe.
@@ -34,13 +34,18 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
         x, y: what ``model.fit`` takes (texts, pairs or packed inputs; labels).
         validation_data: ``(x, y)`` evaluated after each epoch.
         batch_size, epochs, learning_rate, warmup_ratio, optimizer: the recipe's numbers;
-            the schedule ends at 0 on the last step.
+            the schedule ends at 0 on the last step. ``learning_rate`` None: the model's
+            default (`Task.default_learning_rate`: 5e-5, or 5e-4 with LoRA enabled).
         model_dir: where checkpoints (``checkpoints/epoch-N.weights.h5``) and TensorBoard
             logs (``logs/``) go; None for neither.
         jit_compile: XLA for the training step.
 
-    Returns the Keras ``History``; ``history.train_seconds`` is the wall time of ``fit``.
+    Returns the Keras ``History``; ``history.train_seconds`` is the wall time of ``fit``,
+    ``history.epoch_seconds`` that of each epoch (validation included),
+    ``history.learning_rate`` the peak learning rate used.
     """
+    if learning_rate is None:
+        learning_rate = model.default_learning_rate()
     num_examples = _num_examples(x)
     steps = model.steps_per_epoch(num_examples, batch_size) * epochs
     model.compile(
@@ -48,7 +53,8 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
                                    optimizer=optimizer),
         jit_compile=jit_compile,
     )
-    callbacks = list(callbacks or [])
+    epoch_timer = _EpochTimer()
+    callbacks = list(callbacks or []) + [epoch_timer]
     if model_dir:
         storage.makedirs(os.path.join(model_dir, CHECKPOINTS))
         callbacks.append(keras.callbacks.ModelCheckpoint(
@@ -60,7 +66,23 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
     history = model.fit(x, y, validation_data=validation_data, batch_size=batch_size,
                         epochs=epochs, verbose=verbose, callbacks=callbacks)
     history.train_seconds = time.perf_counter() - start
+    history.epoch_seconds = epoch_timer.seconds
+    history.learning_rate = learning_rate
     return history
+
+
+class _EpochTimer(keras.callbacks.Callback):
+    """The wall time of each epoch (``seconds``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seconds = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self._start)
 
 
 def _num_examples(x):
@@ -133,7 +155,7 @@ def _matthews(predicted, y):
     return float((correct * n - (p_sum * t_sum).sum()) / denominator) if denominator else 0.0
 
 
-def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio=0.1,
+def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio=0.1,
         model_dir=None, export_dir=None, jit_compile=False, verbose="auto"):
     """Fine-tunes ``model`` on ``splits["train"]`` (`keras_bert.data.files.Examples`), scores
     the labelled ``validation`` and ``test`` splits, and writes into ``model_dir``:
@@ -150,8 +172,9 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
                         warmup_ratio=warmup_ratio, model_dir=model_dir, jit_compile=jit_compile,
                         verbose=verbose)
     metrics = {"train_examples": len(train), "epochs": epochs, "batch_size": batch_size,
-               "learning_rate": learning_rate, "train_seconds": round(history.train_seconds, 1),
-               "train_loss": float(history.history["loss"][-1])}
+               "learning_rate": history.learning_rate,
+               "train_seconds": round(history.train_seconds, 1),
+               "train_loss": float(history.history["loss"][-1]), **trainable_summary(model)}
     for name in ("validation", "test"):
         examples = splits.get(name)
         if examples is not None and examples.labels is not None:
@@ -167,6 +190,18 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
     if export_dir:
         model.export(export_dir, verbose=False, **export_options(model, train))
     return metrics
+
+
+def trainable_summary(model):
+    """``lora_rank`` (0: full fine-tuning), ``trainable_parameters`` and ``parameters``."""
+    config = getattr(model, "lora_config", None)
+    return {"lora_rank": config["rank"] if config else 0,
+            "trainable_parameters": _count(model.trainable_weights),
+            "parameters": _count(model.weights)}
+
+
+def _count(variables):
+    return int(sum(np.prod(v.shape) for v in variables))
 
 
 def export_options(model, examples):

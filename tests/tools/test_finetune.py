@@ -78,6 +78,36 @@ def test_regression_pairs_csv(preset, tmp_path):
     assert {"validation_pearson", "validation_spearman", "validation_mse"} <= set(metrics)
 
 
+def test_lora_rank_trains_factors_and_head_and_writes_what_trained(preset, tmp_path):
+    import keras
+    import numpy as np
+
+    import keras_bert
+
+    rows = [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
+    train = _write(tmp_path / "train.tsv", "sentence\tlabel\n" +
+                   "".join(f"{t}\t{label}\n" for t, label in rows))
+    model_dir = tmp_path / "run"
+    result = _tool(f"--preset={preset}", f"--train_file={train}", "--text_column=sentence",
+                   f"--model_dir={model_dir}", "--lora_rank=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    # 2 blocks x query, value x (16x2 + 2x16) factors, and the 16x2 + 2 head.
+    trainable = 2 * 2 * (16 * 2 + 2 * 16) + 34
+    assert result.stdout.startswith(f"BertClassifier from '{preset}' with LoRA rank 2 "
+                                    f"({trainable:,} of ")
+    assert f"{model_dir}/model.keras, model.lora.h5 and metrics.json" in result.stdout
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert metrics["lora_rank"] == 2 and metrics["learning_rate"] == 5e-4
+    assert metrics["trainable_parameters"] == trainable < metrics["parameters"]
+    # model.lora.h5 onto a fresh model of the preset is the model that trained.
+    texts = [t for t, _ in rows]
+    saved = keras.saving.load_model(model_dir / "model.keras")
+    fresh = keras_bert.BertClassifier.from_preset(str(preset), seq_length=16)
+    fresh.load_lora_weights(str(model_dir / "model.lora.h5"))
+    np.testing.assert_allclose(fresh.predict(texts, verbose=0), saved.predict(texts, verbose=0),
+                               atol=1e-5)
+
+
 def test_tagging_and_multiple_choice_jsonl(preset, tmp_path):
     tagged = _write(tmp_path / "ner.jsonl", "".join(json.dumps(r) + "\n" for r in [
         {"tokens": ["paris", "is", "red"], "tags": ["LOC", "O", "O"]},
@@ -134,6 +164,10 @@ def test_flag_errors(preset, tmp_path):
     result = _tool(f"--preset={preset}", f"--model_dir={tmp_path}")
     assert result.returncode == 1
     assert "Give --tfds_name or --train_file" in result.stderr
+    result = _tool(f"--preset={preset}", f"--model_dir={tmp_path}", "--tfds_name=glue/sst2",
+                   "--lora_rank=-1")
+    assert result.returncode == 1
+    assert "flag --lora_rank=-1: -1 is not a non-negative integer" in result.stderr
 
 
 def _squad_json(version_2=False):

@@ -30,6 +30,21 @@ def test_fine_tune_sizes_the_schedule_and_writes_checkpoints_and_logs(tmp_path):
                                                             "epoch-2.weights.h5"]
     assert os.listdir(tmp_path / "logs")
     assert history.train_seconds > 0 and "val_accuracy" in history.history
+    assert len(history.epoch_seconds) == 2 and history.learning_rate == 1e-3
+
+
+def test_fine_tune_default_learning_rate_follows_lora():
+    model = _model()
+    model.enable_lora(2)
+    texts = POSITIVE + NEGATIVE
+    labels = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
+    history = finetune.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
+    assert history.learning_rate == model.default_learning_rate() == 5e-4
+    assert model.optimizer.learning_rate_schedule.peak_learning_rate == 5e-4
+    summary = finetune.trainable_summary(model)
+    assert summary == {"lora_rank": 2, "trainable_parameters": 2 * 2 * (16 * 2 + 2 * 16) + 34,
+                       "parameters": summary["parameters"]}
+    assert finetune.trainable_summary(_model())["lora_rank"] == 0
 
 
 def test_scores_per_task():
