@@ -28,6 +28,12 @@ ACCEPTED_TEXT = (
     "input_type_ids), or a tf.data.Dataset of these"
 )
 
+ACCEPTED_WORDS = (
+    "a batch of word lists ([['Paris', 'is', 'big'], ...]), texts (split on whitespace), a "
+    "ragged tf.string tensor [batch, (words)], a dict of packed inputs (input_word_ids, "
+    "input_mask, input_type_ids), or a tf.data.Dataset of these"
+)
+
 
 def _is_text_leaf(value):
     if isinstance(value, (str, bytes)):
@@ -44,10 +50,38 @@ def _is_text_leaf(value):
 
 
 def is_text(x):
-    """Whether ``x`` (not a dataset) is raw text rather than packed ids."""
+    """Whether ``x`` (not a dataset) is raw text rather than packed ids. An empty batch (an
+    empty list or tuple, a numpy array or pandas column of no rows) counts as text."""
     if isinstance(x, dict):
         return False
-    return _is_text_leaf(x)
+    return _is_text_leaf(x) or (is_empty(x) and not isinstance(x, (tf.Tensor, tf.RaggedTensor)))
+
+
+def is_empty(x):
+    """Whether in-memory inputs (not a dataset) hold no examples: a batch of 0 rows (every
+    segment of a text tuple, every packed input)."""
+    if isinstance(x, dict):
+        return bool(x) and all(is_empty(v) for v in x.values())
+    if isinstance(x, tuple) and x:
+        return all(is_empty(segment) for segment in x)
+    if isinstance(x, (list, tuple)):
+        return len(x) == 0
+    shape = getattr(x, "shape", None)
+    return shape is not None and len(shape) > 0 and shape[0] == 0
+
+
+def zero_rows(spec):
+    """A batch of no rows with the type of a batched (nested) dataset element spec: what an
+    empty dataset would have yielded. Unknown inner dimensions are 1."""
+    def one(s):
+        shape = [0] + [1 if d is None else d for d in s.shape[1:]]
+        if isinstance(s, tf.RaggedTensorSpec):
+            return tf.RaggedTensor.from_tensor(tf.zeros(shape, s.dtype),
+                                               ragged_rank=s.ragged_rank,
+                                               row_splits_dtype=s.row_splits_dtype)
+        return tf.zeros(shape, s.dtype)
+
+    return tf.nest.map_structure(one, spec)
 
 
 def _string_tensor(value, what):
@@ -83,6 +117,8 @@ def _is_list_of_pairs(x):
 
 def text_segments(x):
     """Raw text in any accepted form -> tuple of tf.string tensors, one per segment."""
+    if isinstance(x, tuple) and not x:
+        x = []  # an empty tuple: an empty batch, as []
     if _is_list_of_pairs(x):
         lengths = sorted({len(item) for item in x})
         if len(lengths) > 1 or lengths[0] not in (2, 3):
@@ -113,7 +149,7 @@ def word_lists(x):
             raise TaskInputError(f"Words must be a ragged tf.string tensor [batch, (words)]; got "
                                  f"{x.dtype.name} of rank {x.shape.rank}.")
         return x
-    if isinstance(x, tuple):
+    if isinstance(x, tuple) and x:
         raise TaskInputError(
             "A tagging model labels the words of single texts; a tuple is the sentence-pair "
             "form (texts_a, texts_b), which it does not take. Pass a list of word lists, "
