@@ -41,7 +41,9 @@ flags.DEFINE_string("text_b_column", None,
 flags.DEFINE_string("label_column", "label", "Column of the label (tagging: the tags).")
 flags.DEFINE_integer("num_classes", None, "Classes (tags, choices); default: from the data.",
                      lower_bound=1)
-flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens.", lower_bound=3)
+flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens: at least 3 "
+                     "([CLS] a [SEP]), 5 for text pairs, multiple_choice and squad "
+                     "([CLS] a [SEP] b [SEP]).", lower_bound=3)
 flags.DEFINE_integer("batch_size", 32, "Examples per step.", lower_bound=1)
 flags.DEFINE_integer("epochs", 3, "Passes over the training data.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.", lower_bound=0)
@@ -93,6 +95,7 @@ def main(argv):
             label_column=FLAGS.label_column, data_dir=FLAGS.data_dir)
         num_classes = FLAGS.num_classes or sources.num_classes(FLAGS.task, splits)
         model = _model(keras_bert, num_classes)
+        finetune.check_seq_length(model, splits["train"], flag="--seq_length")
     except (ValueError, TypeError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
     print(f"{type(model).__name__} from {FLAGS.preset!r}: {len(splits['train']):,} training "

@@ -17,6 +17,7 @@ import numpy as np
 from keras_bert import storage
 from keras_bert.models import BertClassifier, BertTokenClassifier
 from keras_bert.optimizers.optimization import create_optimizer
+from keras_bert.text.packer import min_seq_length
 
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
@@ -133,6 +134,18 @@ def _matthews(predicted, y):
     return float((correct * n - (p_sum * t_sum).sum()) / denominator) if denominator else 0.0
 
 
+def check_seq_length(model, examples, flag="seq_length"):
+    """ValueError unless ``model``'s preprocessor packs sequences that hold [CLS], one token
+    of each text of ``examples`` and a [SEP] after each: 3 for single texts, 5 for pairs
+    (multiple choice packs a context with each choice)."""
+    seq_length = getattr(model.preprocessor, "seq_length", None)
+    segments = 1 if examples.texts_b is None else 2
+    if seq_length is not None and seq_length < min_seq_length(segments):
+        kind = "text pairs: [CLS] a [SEP] b [SEP]" if segments == 2 else "texts: [CLS] a [SEP]"
+        raise ValueError(f"{flag}={seq_length} is too short for {kind} needs at least "
+                         f"{min_seq_length(segments)}")
+
+
 def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio=0.1,
         model_dir=None, export_dir=None, jit_compile=False, verbose="auto"):
     """Fine-tunes ``model`` on ``splits["train"]`` (`keras_bert.data.files.Examples`), scores
@@ -141,6 +154,7 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
     checkpoints and TensorBoard logs; with ``export_dir``, a SavedModel there. Returns the
     metrics."""
     train = splits["train"]
+    check_seq_length(model, train)
     validation = splits.get("validation")
     validation_data = None
     if validation is not None and validation.labels is not None:

@@ -121,6 +121,13 @@ def test_tfds_set_through_mock_data(preset, tmp_path):
      "finetune.py: {d}/r.tsv line 2: label 'high' is not a number."),
     (lambda p, d: ["--tfds_name=glue/sst3"],
      "finetune.py: --tfds_name='glue/sst3' is not a set whose columns are known"),
+    (lambda p, d: ["--train_file=" + _write(d / "p.tsv", "a\tb\tlabel\nx\ty\t1\n"),
+                   "--text_column=a", "--text_b_column=b", "--seq_length=4"],
+     "finetune.py: --seq_length=4 is too short for text pairs: [CLS] a [SEP] b [SEP] needs "
+     "at least 5"),
+    (lambda p, d: ["--task=squad", f"--train_file={d / 'squad.json'}", "--seq_length=4"],
+     "finetune.py: BertSpanLabeler packs (question, context) pairs, [CLS] q [SEP] c [SEP]: "
+     "its preprocessor's seq_length must be at least 5, got 4"),
 ])
 def test_bad_data_is_one_line(preset, tmp_path, make_flags, message):
     result = _tool(f"--preset={preset}", f"--model_dir={tmp_path / 'run'}",
