@@ -52,6 +52,9 @@ flags.DEFINE_float("warmup_ratio", 0.1, "Share of the steps spent warming up.", 
 flags.DEFINE_enum("mixed_precision", "none", list(PRECISIONS), "Compute precision.")
 flags.DEFINE_bool("jit_compile", False, "XLA for the training step.")
 flags.DEFINE_string("model_dir", None, "Where the run's outputs go.", required=True)
+flags.DEFINE_bool("save_optimizer_state", False, "Keep the optimizer's state in "
+                  "model.keras (three times the model's size with AdamW), to resume training "
+                  "from it; by default it holds the weights, config and vocabulary only.")
 flags.DEFINE_string("export_dir", None, "Also export a SavedModel here (TF Serving layout: "
                     "<base>/<name>/<version>).")
 flags.DEFINE_integer("seed", 0, "Random seed.")
@@ -106,7 +109,7 @@ def main(argv):
             model, splits, batch_size=FLAGS.batch_size, epochs=FLAGS.epochs,
             learning_rate=FLAGS.learning_rate, warmup_ratio=FLAGS.warmup_ratio,
             model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
-            jit_compile=FLAGS.jit_compile)
+            jit_compile=FLAGS.jit_compile, save_optimizer_state=FLAGS.save_optimizer_state)
     for name, value in sorted(metrics.items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
     print(f"Wrote {FLAGS.model_dir}/model.keras and metrics.json"
@@ -136,7 +139,8 @@ def _squad(keras_bert):
                 warmup_ratio=FLAGS.warmup_ratio, n_best_size=FLAGS.n_best_size,
                 max_answer_length=FLAGS.max_answer_length,
                 null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-                model_dir=FLAGS.model_dir, jit_compile=FLAGS.jit_compile)
+                model_dir=FLAGS.model_dir, jit_compile=FLAGS.jit_compile,
+                save_optimizer_state=FLAGS.save_optimizer_state)
     except (ValueError, TypeError, OSError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
     for name, value in sorted(metrics.items()):

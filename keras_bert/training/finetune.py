@@ -146,11 +146,25 @@ def check_seq_length(model, examples, flag="seq_length"):
                          f"{min_seq_length(segments)}")
 
 
+def save_model(model, model_dir, include_optimizer=False):
+    """Writes ``model`` to ``model_dir/model.keras`` (atomically; local or ``gs://``) and
+    returns the path. By default without the optimizer's state (`Task.save`): the file is
+    the model's size, not three times it (AdamW keeps two moments per weight), and loads
+    with no warning; ``include_optimizer=True`` keeps the state, to resume training from the
+    file with the optimizer where it stopped."""
+    path = os.path.join(model_dir, MODEL_FILE)
+    with storage.atomic_path(path) as tmp:
+        model.save(tmp, include_optimizer=include_optimizer)
+    return path
+
+
 def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio=0.1,
-        model_dir=None, export_dir=None, jit_compile=False, verbose="auto"):
+        model_dir=None, export_dir=None, jit_compile=False, verbose="auto",
+        save_optimizer_state=False):
     """Fine-tunes ``model`` on ``splits["train"]`` (`keras_bert.data.files.Examples`), scores
     the labelled ``validation`` and ``test`` splits, and writes into ``model_dir``:
-    ``model.keras``, ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
+    ``model.keras`` (with the optimizer's state only if ``save_optimizer_state``: see
+    `save_model`), ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
     checkpoints and TensorBoard logs; with ``export_dir``, a SavedModel there. Returns the
     metrics."""
     train = splits["train"]
@@ -175,8 +189,7 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
         if splits.get("test") is not None:
             write_predictions(model, splits["test"], os.path.join(model_dir,
                                                                   "test_predictions.jsonl"))
-        with storage.atomic_path(os.path.join(model_dir, MODEL_FILE)) as tmp:
-            model.save(tmp)
+        save_model(model, model_dir, include_optimizer=save_optimizer_state)
         storage.write_json(os.path.join(model_dir, METRICS_FILE), metrics)
     if export_dir:
         model.export(export_dir, verbose=False, **export_options(model, train))

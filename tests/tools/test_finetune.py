@@ -5,7 +5,9 @@ import json
 import pathlib
 import subprocess
 import sys
+import warnings
 
+import keras
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -61,9 +63,26 @@ def test_classification_from_files_writes_every_output(preset, tmp_path):
     predictions = [json.loads(line) for line in
                    (model_dir / "test_predictions.jsonl").read_text().splitlines()]
     assert len(predictions) == 2 and predictions[0]["prediction"] in ("neg", "pos")
-    assert (model_dir / "model.keras").is_file()
     assert (tmp_path / "export" / "1" / "saved_model.pb").is_file()
     assert list((model_dir / "checkpoints").iterdir())
+    # model.keras holds no optimizer state (--save_optimizer_state keeps it) and loads silently.
+    assert "optimizer" not in _weight_groups(model_dir / "model.keras")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = keras.saving.load_model(model_dir / "model.keras")
+    assert [str(w.message) for w in caught] == []
+    assert loaded.predict(["a great movie"], verbose=0).shape == (1, 2)
+
+
+def _weight_groups(path):
+    import io
+    import zipfile
+
+    import h5py
+
+    with zipfile.ZipFile(path) as archive:
+        with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+            return sorted(weights)
 
 
 def test_regression_pairs_csv(preset, tmp_path):
@@ -72,10 +91,14 @@ def test_regression_pairs_csv(preset, tmp_path):
     train = _write(tmp_path / "stsb.csv", text)
     result = _tool(f"--preset={preset}", "--task=regression", f"--train_file={train}",
                    f"--eval_file={train}", "--text_column=a", "--text_b_column=b",
-                   "--label_column=score", f"--model_dir={tmp_path / 'run'}")
+                   "--label_column=score", f"--model_dir={tmp_path / 'run'}",
+                   "--save_optimizer_state")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert {"validation_pearson", "validation_spearman", "validation_mse"} <= set(metrics)
+    assert "optimizer" in _weight_groups(tmp_path / "run" / "model.keras")
+    resumed = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    assert int(resumed.optimizer.iterations) == 1  # 8 pairs, 1 epoch of batches of 32
 
 
 def test_tagging_and_multiple_choice_jsonl(preset, tmp_path):
