@@ -110,7 +110,7 @@ def main(argv):
             learning_rate=FLAGS.learning_rate, warmup_ratio=FLAGS.warmup_ratio,
             model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
             jit_compile=FLAGS.jit_compile, save_optimizer_state=FLAGS.save_optimizer_state)
-    for name, value in sorted(metrics.items()):
+    for name, value in sorted(_flat(metrics).items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
     print(f"Wrote {FLAGS.model_dir}/model.keras and metrics.json"
           + (f"; exported to {FLAGS.export_dir}" if FLAGS.export_dir else ""))
@@ -143,7 +143,7 @@ def _squad(keras_bert):
                 save_optimizer_state=FLAGS.save_optimizer_state)
     except (ValueError, TypeError, OSError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
-    for name, value in sorted(metrics.items()):
+    for name, value in sorted(_flat(metrics).items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
     print(f"Wrote {FLAGS.model_dir}/model.keras, metrics.json and predictions.json")
 
@@ -159,6 +159,13 @@ def _model(keras_bert, num_classes):
     if FLAGS.task == "regression":
         num_classes = 1
     return keras_bert.BertClassifier.from_preset(FLAGS.preset, num_classes=num_classes, **common)
+
+
+def _flat(metrics):
+    """{"last_epoch": {"train_loss": ...}} -> {"last_epoch.train_loss": ...}, for printing."""
+    return {f"{name}.{key}" if isinstance(value, dict) else name: inner
+            for name, value in metrics.items()
+            for key, inner in (value.items() if isinstance(value, dict) else [(None, value)])}
 
 
 if __name__ == "__main__":

@@ -134,6 +134,18 @@ def _matthews(predicted, y):
     return float((correct * n - (p_sum * t_sum).sum()) / denominator) if denominator else 0.0
 
 
+def run_metrics(model, history, **figures):
+    """The figures of a whole ``fine_tune`` run for ``metrics.json``: ``figures`` (the
+    run's settings), ``epochs`` and ``train_steps`` (all of the run's), ``train_seconds``,
+    and the training loss of the last epoch alone under ``last_epoch`` (Keras' history keeps
+    one mean loss per epoch; it is not the run's)."""
+    return {**figures, "epochs": len(history.epoch),
+            "train_steps": int(model.optimizer.iterations),
+            "train_seconds": round(history.train_seconds, 1),
+            "last_epoch": {"epoch": len(history.epoch),
+                           "train_loss": float(history.history["loss"][-1])}}
+
+
 def check_seq_length(model, examples, flag="seq_length"):
     """ValueError unless ``model``'s preprocessor packs sequences that hold [CLS], one token
     of each text of ``examples`` and a [SEP] after each: 3 for single texts, 5 for pairs
@@ -177,9 +189,8 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
                         batch_size=batch_size, epochs=epochs, learning_rate=learning_rate,
                         warmup_ratio=warmup_ratio, model_dir=model_dir, jit_compile=jit_compile,
                         verbose=verbose)
-    metrics = {"train_examples": len(train), "epochs": epochs, "batch_size": batch_size,
-               "learning_rate": learning_rate, "train_seconds": round(history.train_seconds, 1),
-               "train_loss": float(history.history["loss"][-1])}
+    metrics = run_metrics(model, history, train_examples=len(train), batch_size=batch_size,
+                          learning_rate=learning_rate)
     for name in ("validation", "test"):
         examples = splits.get(name)
         if examples is not None and examples.labels is not None:

@@ -13,7 +13,7 @@ from keras_bert.data import (
     evaluate_v2,
     read_squad_examples,
 )
-from keras_bert.training.finetune import METRICS_FILE, fine_tune, save_model
+from keras_bert.training.finetune import METRICS_FILE, fine_tune, run_metrics, save_model
 
 
 def features_of(model, source, is_training, version_2_with_negative=False, max_seq_length=384,
@@ -60,10 +60,9 @@ def run(model, train_file, eval_file=None, version_2_with_negative=False, max_se
     history = fine_tune(model, train.inputs, labels, batch_size=batch_size, epochs=epochs,
                         learning_rate=learning_rate, warmup_ratio=warmup_ratio,
                         model_dir=model_dir, jit_compile=jit_compile, verbose=verbose)
-    metrics = {"train_examples": len(train_examples), "train_features": len(train),
-               "epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-               "train_seconds": round(history.train_seconds, 1),
-               "train_loss": float(history.history["loss"][-1])}
+    metrics = run_metrics(model, history, train_examples=len(train_examples),
+                          train_features=len(train), batch_size=batch_size,
+                          learning_rate=learning_rate)
     if eval_file:
         examples, features = features_of(model, eval_file, False, **window)
         predictions = predict(model, examples, features, batch_size=batch_size,

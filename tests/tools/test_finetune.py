@@ -60,6 +60,10 @@ def test_classification_from_files_writes_every_output(preset, tmp_path):
     metrics = json.loads((model_dir / "metrics.json").read_text())
     assert {"validation_accuracy", "validation_f1", "train_seconds"} <= set(metrics)
     assert "test_accuracy" not in metrics  # the test file has no labels
+    # The run's figures, and the last epoch's loss under a key that says so.
+    assert (metrics["epochs"], metrics["train_steps"], metrics["last_epoch"]["epoch"]) == (1, 1, 1)
+    assert "train_loss" not in metrics and metrics["last_epoch"]["train_loss"] > 0
+    assert "  last_epoch.train_loss: " in result.stdout
     predictions = [json.loads(line) for line in
                    (model_dir / "test_predictions.jsonl").read_text().splitlines()]
     assert len(predictions) == 2 and predictions[0]["prediction"] in ("neg", "pos")
