@@ -105,7 +105,7 @@ class PipelineModel(keras.Model):
             raise TaskInputError(f"{type(self).__name__}.{method} got x=None; pass "
                                  f"{self.accepted_inputs}.")
         if isinstance(x, tf.data.Dataset):
-            x_spec = _unpack_element(x.element_spec)[0]
+            x_spec = task_data.unpack_element(x.element_spec)[0]
             text = any(s.dtype == tf.string for s in tf.nest.flatten(x_spec))
         elif isinstance(x, dict):
             text = False
@@ -137,7 +137,7 @@ class PipelineModel(keras.Model):
             return
         if not isinstance(x, tf.data.Dataset):
             raise TaskInputError(f"{name} needs labels: pass y (got y=None).")
-        if _unpack_element(x.element_spec)[1] is None:
+        if task_data.unpack_element(x.element_spec)[1] is None:
             raise TaskInputError(f"{name} needs labels, but the dataset's elements hold inputs "
                                  "only: make them (x, y) pairs.")
 
@@ -172,7 +172,7 @@ class PipelineModel(keras.Model):
                         f"When x is a tf.data.Dataset, give {name} inside the dataset, not as "
                         "an argument."
                     )
-            x_spec = _unpack_element(x.element_spec)[0]
+            x_spec = task_data.unpack_element(x.element_spec)[0]
             if any(spec.shape.rank == 0 for spec in tf.nest.flatten(x_spec)):
                 raise TaskInputError("A tf.data.Dataset given to a task model must be batched "
                                      "(dataset.batch(32)), as Keras requires.")
@@ -189,7 +189,7 @@ class PipelineModel(keras.Model):
         if y is not None:
             self.check_labels(y)
         ds = tf.data.Dataset.from_tensor_slices(
-            keras.utils.pack_x_y_sample_weight(_one(texts), y, sample_weight))
+            keras.utils.pack_x_y_sample_weight(task_data.one_segment(texts), y, sample_weight))
         batch_size = batch_size or 32
         if shuffle:
             ds = ds.shuffle(max(n, 1), reshuffle_each_iteration=True)
@@ -210,7 +210,7 @@ class PipelineModel(keras.Model):
 
     def _preprocess_element(self, *element):
         """A batched dataset element of raw text -> the packed element (x, y, sample_weight)."""
-        x, y, sample_weight = _unpack_element(element[0] if len(element) == 1 else element)
+        x, y, sample_weight = task_data.unpack_element(element[0] if len(element) == 1 else element)
         x, y, sample_weight = self.preprocess_samples(x, y, sample_weight)
         if y is not None:
             y = self.check_labels_in_graph(y)
@@ -226,11 +226,11 @@ class PipelineModel(keras.Model):
         """In-memory raw text -> packed numpy inputs, through one traced function per input
         structure (so predict() on new texts of any count does not trace again)."""
         texts = self.text_inputs(x)
-        signature = tuple(_batch_free_spec(t) for t in texts)
+        signature = tuple(task_data.batch_free_spec(t) for t in texts)
         key = repr(signature)
         if key not in self._preprocess_functions:
             def run(*segments):
-                return self.preprocess_samples(_one(segments))[0]
+                return self.preprocess_samples(task_data.one_segment(segments))[0]
 
             self._preprocess_functions[key] = tf.function(run, input_signature=signature)
         fn = self._preprocess_functions[key]
@@ -247,13 +247,13 @@ class PipelineModel(keras.Model):
             validation_batch_size=None, validation_freq=1):
         raw = self._raw(x, "fit()")
         self._check_data(x, y, raw, "fit()")
-        batches = _Batches() if self._unknown_length(x) else None
+        batches = task_data.BatchCounter() if self._unknown_length(x) else None
         if raw and validation_split:
             if isinstance(x, tf.data.Dataset):
                 raise TaskInputError("validation_split does not work with a tf.data.Dataset; "
                                      "pass validation_data.")
-            x, y, sample_weight, validation_data = _split(x, y, sample_weight, validation_split,
-                                                          self.text_inputs, self.labels)
+            x, y, sample_weight, validation_data = task_data.split_validation(
+                x, y, sample_weight, validation_split, self.text_inputs, self.labels)
             validation_split = 0.0
         steps = steps_per_epoch
         if raw:
@@ -274,8 +274,9 @@ class PipelineModel(keras.Model):
         self._plan_schedule(None if steps is None else steps * (epochs - initial_epoch))
         history = super().fit(
             x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
-            callbacks=_with(callbacks, batches), validation_split=validation_split,
-            validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
+            callbacks=task_data.with_callback(callbacks, batches),
+            validation_split=validation_split, validation_data=validation_data,
+            shuffle=shuffle, class_weight=class_weight,
             sample_weight=sample_weight, initial_epoch=initial_epoch,
             steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
             validation_batch_size=validation_batch_size, validation_freq=validation_freq)
@@ -308,14 +309,14 @@ class PipelineModel(keras.Model):
                                     callbacks=callbacks, return_dict=return_dict, **kwargs)
         raw = self._raw(x, "evaluate()")
         self._check_data(x, y, raw, "evaluate()")
-        batches = _Batches() if self._unknown_length(x) else None
+        batches = task_data.BatchCounter() if self._unknown_length(x) else None
         if raw:
             x, _ = self._dataset(x, y, sample_weight, batch_size, shuffle=False, trim=True)
             y = sample_weight = batch_size = None
         result = super().evaluate(x, y, batch_size=batch_size, verbose=verbose,
                                   sample_weight=sample_weight, steps=steps,
-                                  callbacks=_with(callbacks, batches), return_dict=return_dict,
-                                  **kwargs)
+                                  callbacks=task_data.with_callback(callbacks, batches),
+                                  return_dict=return_dict, **kwargs)
         if batches is not None and not batches.test:
             raise TaskInputError(f"{type(self).__name__}.evaluate() got an empty dataset: it "
                                  "yielded no batches, so there is nothing to score.")
@@ -336,14 +337,14 @@ class PipelineModel(keras.Model):
                                    callbacks=callbacks)
         if int(x.cardinality()) == 0:
             return self._empty_predictions(x, raw)
-        batches = _Batches() if self._unknown_length(x) else None
+        batches = task_data.BatchCounter() if self._unknown_length(x) else None
         data = x
         if raw:
             data, _ = self._dataset(x, None, None, None, shuffle=False,
                                     trim=self.trim_predictions)
         try:
             return super().predict(data, batch_size=batch_size, verbose=verbose, steps=steps,
-                                   callbacks=_with(callbacks, batches))
+                                   callbacks=task_data.with_callback(callbacks, batches))
         except UnboundLocalError:
             # Keras' predict loop ends normally on a dataset that yields nothing, then fails
             # to concatenate no outputs.
@@ -353,7 +354,7 @@ class PipelineModel(keras.Model):
 
     def _empty_predictions(self, dataset, raw):
         """The outputs of a batch of 0 rows of ``dataset``'s element type."""
-        x = task_data.zero_rows(_unpack_element(dataset.element_spec)[0])
+        x = task_data.zero_rows(task_data.unpack_element(dataset.element_spec)[0])
         if raw:
             x = self.preprocess_samples(x)[0]
         return super().predict_on_batch(x)
@@ -376,7 +377,7 @@ class PipelineModel(keras.Model):
         task_data.check_same_length({"x": texts, "y": y, "sample_weight": sample_weight})
         if y is not None:
             self.check_labels(y)
-        return self.preprocess_samples(_one(texts), y, sample_weight)
+        return self.preprocess_samples(task_data.one_segment(texts), y, sample_weight)
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
@@ -396,86 +397,3 @@ class PipelineModel(keras.Model):
             if self.trim_predictions:
                 x = task_data.trim_padding(x)[0]
         return super().predict_on_batch(x)
-
-
-class _Batches(keras.callbacks.Callback):
-    """Counts the batches fit, evaluate or predict ran, and whether predict's loop ended: a
-    dataset of unknown length may turn out empty."""
-
-    async_safe = True  # keeps Keras' asynchronous dispatch of the batch hooks
-
-    def __init__(self):
-        super().__init__()
-        self.train = self.test = self.predict = 0
-        self.ended = False
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.train += 1
-
-    def on_test_batch_end(self, batch, logs=None):
-        self.test += 1  # (in fit, the validation's batches)
-
-    def on_predict_batch_end(self, batch, logs=None):
-        self.predict += 1
-
-    def on_predict_end(self, logs=None):
-        self.ended = True
-
-
-def _with(callbacks, extra):
-    """``callbacks`` with ``extra`` added (None: unchanged)."""
-    if extra is None:
-        return callbacks
-    if isinstance(callbacks, keras.callbacks.CallbackList):
-        callbacks.append(extra)
-        return callbacks
-    return list(callbacks or []) + [extra]
-
-
-def _split(x, y, sample_weight, fraction, text_inputs, labels):
-    """Keras' validation_split for raw text: the last ``fraction`` of the rows."""
-    texts = text_inputs(x)
-    n = int(texts[0].shape[0])
-    cut = int(n * (1 - fraction))
-    if cut == 0 or cut == n:
-        raise TaskInputError(
-            f"validation_split={fraction} of {n} examples leaves {cut} to train on and "
-            f"{n - cut} to validate on; both need at least one.")
-
-    def head(v):
-        return None if v is None else tf.nest.map_structure(lambda a: a[:cut], v)
-
-    def tail(v):
-        return None if v is None else tf.nest.map_structure(lambda a: a[cut:], v)
-
-    y = None if y is None else labels(y)
-    sample_weight = task_data.labels_array(sample_weight, "sample_weight")
-    validation = keras.utils.pack_x_y_sample_weight(
-        tuple(tail(t) for t in texts) if len(texts) > 1 else tail(texts[0]), tail(y),
-        tail(sample_weight))
-    train = tuple(head(t) for t in texts) if len(texts) > 1 else head(texts[0])
-    return train, head(y), head(sample_weight), validation
-
-
-def _one(texts):
-    """A tuple of one text segment is that segment (the preprocessor's single-text form)."""
-    return texts[0] if len(texts) == 1 else tuple(texts)
-
-
-def _unpack_element(element):
-    """A dataset element (or its spec) -> (x, y, sample_weight), as Keras unpacks it, except
-    that a tuple of texts only is x itself: the segments of pairs, with no labels."""
-    if not isinstance(element, tuple):
-        return element, None, None
-    if all(getattr(leaf, "dtype", None) == tf.string for leaf in tf.nest.flatten(element)):
-        return element, None, None
-    return keras.utils.unpack_x_y_sample_weight(element)
-
-
-def _batch_free_spec(value):
-    """The type spec of a tensor with its batch dimension left open."""
-    shape = [None] + list(value.shape[1:])
-    if isinstance(value, tf.RaggedTensor):
-        return tf.RaggedTensorSpec(shape, value.dtype, ragged_rank=value.ragged_rank,
-                                   row_splits_dtype=value.row_splits.dtype)
-    return tf.TensorSpec(shape, value.dtype)

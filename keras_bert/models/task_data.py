@@ -6,7 +6,9 @@ Hugging Face's list of pairs ``[[a, b], ...]``, or a `tf.data.Dataset` of any of
 module turns them into string tensors (`text_segments`), slices them with labels and sample
 weights into a batched `tf.data` pipeline, and (for training and evaluation) trims each
 batch's padding to its longest sequence (`trim_padding`), which changes no result: padded
-positions get no attention and no loss.
+positions get no attention and no loss. It tells an empty batch (`is_empty`), makes one of a
+dataset's element type (`zero_rows`), and counts the batches Keras ran (`BatchCounter`), so
+that no inputs behave the same on every path.
 """
 
 import numbers
@@ -272,3 +274,94 @@ def sorted_batches(element, batch_size):
     order = tf.argsort(lengths, stable=True)
     ordered = tf.nest.map_structure(lambda t: tf.gather(t, order), element)
     return tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size)
+
+
+# ---- fit/evaluate/predict plumbing on plain data (the PipelineModel's helpers)
+class BatchCounter(keras.callbacks.Callback):
+    """Counts the batches fit, evaluate or predict ran, and whether predict's loop ended: a
+    dataset of unknown length may turn out empty.
+
+    >>> counter = BatchCounter()
+    >>> counter.on_predict_batch_end(0)
+    >>> counter.predict, counter.ended
+    (1, False)
+    """
+
+    async_safe = True  # keeps Keras' asynchronous dispatch of the batch hooks
+
+    def __init__(self):
+        super().__init__()
+        self.train = self.test = self.predict = 0
+        self.ended = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.train += 1
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.test += 1  # (in fit, the validation's batches)
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self.predict += 1
+
+    def on_predict_end(self, logs=None):
+        self.ended = True
+
+
+def with_callback(callbacks, extra):
+    """``callbacks`` with ``extra`` added (None: unchanged)."""
+    if extra is None:
+        return callbacks
+    if isinstance(callbacks, keras.callbacks.CallbackList):
+        callbacks.append(extra)
+        return callbacks
+    return list(callbacks or []) + [extra]
+
+
+def split_validation(x, y, sample_weight, fraction, text_inputs, labels):
+    """Keras' validation_split for raw text: the last ``fraction`` of the rows, as
+    ``(x, y, sample_weight, validation_data)``; TaskInputError when a side is left empty."""
+    texts = text_inputs(x)
+    n = int(texts[0].shape[0])
+    cut = int(n * (1 - fraction))
+    if cut == 0 or cut == n:
+        raise TaskInputError(
+            f"validation_split={fraction} of {n} examples leaves {cut} to train on and "
+            f"{n - cut} to validate on; both need at least one.")
+
+    def head(v):
+        return None if v is None else tf.nest.map_structure(lambda a: a[:cut], v)
+
+    def tail(v):
+        return None if v is None else tf.nest.map_structure(lambda a: a[cut:], v)
+
+    y = None if y is None else labels(y)
+    sample_weight = labels_array(sample_weight, "sample_weight")
+    validation = keras.utils.pack_x_y_sample_weight(
+        tuple(tail(t) for t in texts) if len(texts) > 1 else tail(texts[0]), tail(y),
+        tail(sample_weight))
+    train = tuple(head(t) for t in texts) if len(texts) > 1 else head(texts[0])
+    return train, head(y), head(sample_weight), validation
+
+
+def one_segment(texts):
+    """A tuple of one text segment is that segment (the preprocessor's single-text form)."""
+    return texts[0] if len(texts) == 1 else tuple(texts)
+
+
+def unpack_element(element):
+    """A dataset element (or its spec) -> (x, y, sample_weight), as Keras unpacks it, except
+    that a tuple of texts only is x itself: the segments of pairs, with no labels."""
+    if not isinstance(element, tuple):
+        return element, None, None
+    if all(getattr(leaf, "dtype", None) == tf.string for leaf in tf.nest.flatten(element)):
+        return element, None, None
+    return keras.utils.unpack_x_y_sample_weight(element)
+
+
+def batch_free_spec(value):
+    """The type spec of a tensor with its batch dimension left open."""
+    shape = [None] + list(value.shape[1:])
+    if isinstance(value, tf.RaggedTensor):
+        return tf.RaggedTensorSpec(shape, value.dtype, ragged_rank=value.ragged_rank,
+                                   row_splits_dtype=value.row_splits.dtype)
+    return tf.TensorSpec(shape, value.dtype)
