@@ -102,9 +102,8 @@ def main(argv):
     for sentence, p in zip(NEW_SENTENCES, probabilities[:, 1]):
         print(f"  {p:5.2f}  {'positive' if p > 0.5 else 'negative':8}  {sentence}")
 
-    model_path = os.path.join(MODEL_DIR.value, "model.keras")  # local, or gs://
-    with storage.atomic_path(model_path) as tmp:
-        model.save(tmp)
+    # local, or gs://; without the optimizer's state (finetune.save_model), the model's size
+    model_path = finetune.save_model(model, MODEL_DIR.value)
     written = [model_path]
     if LORA_RANK.value:  # what trained, alone: load_lora_weights puts it on a fresh model
         written.append(model.save_lora_weights(os.path.join(MODEL_DIR.value, "model.lora.h5")))

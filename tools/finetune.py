@@ -43,7 +43,9 @@ flags.DEFINE_string("text_b_column", None,
 flags.DEFINE_string("label_column", "label", "Column of the label (tagging: the tags).")
 flags.DEFINE_integer("num_classes", None, "Classes (tags, choices); default: from the data.",
                      lower_bound=1)
-flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens.", lower_bound=3)
+flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens: at least 3 "
+                     "([CLS] a [SEP]), 5 for text pairs, multiple_choice and squad "
+                     "([CLS] a [SEP] b [SEP]).", lower_bound=3)
 flags.DEFINE_integer("batch_size", 32, "Examples per step.", lower_bound=1)
 flags.DEFINE_integer("epochs", 3, "Passes over the training data.", lower_bound=1)
 flags.DEFINE_float("learning_rate", None, "Peak learning rate (default: 5e-5; 5e-4 with "
@@ -56,6 +58,9 @@ flags.DEFINE_float("warmup_ratio", 0.1, "Share of the steps spent warming up.", 
 flags.DEFINE_enum("mixed_precision", "none", list(PRECISIONS), "Compute precision.")
 flags.DEFINE_bool("jit_compile", False, "XLA for the training step.")
 flags.DEFINE_string("model_dir", None, "Where the run's outputs go.", required=True)
+flags.DEFINE_bool("save_optimizer_state", False, "Keep the optimizer's state in "
+                  "model.keras (three times the model's size with AdamW), to resume training "
+                  "from it; by default it holds the weights, config and vocabulary only.")
 flags.DEFINE_string("export_dir", None, "Also export a SavedModel here (TF Serving layout: "
                     "<base>/<name>/<version>).")
 flags.DEFINE_integer("seed", 0, "Random seed.")
@@ -99,6 +104,7 @@ def main(argv):
             label_column=FLAGS.label_column, data_dir=FLAGS.data_dir)
         num_classes = FLAGS.num_classes or sources.num_classes(FLAGS.task, splits)
         model = _lora(_model(keras_bert, num_classes))
+        finetune.check_seq_length(model, splits["train"], flag="--seq_length")
     except (ValueError, TypeError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
     print(f"{type(model).__name__} from {FLAGS.preset!r}{_lora_note(model)}: "
@@ -109,8 +115,8 @@ def main(argv):
             model, splits, batch_size=FLAGS.batch_size, epochs=FLAGS.epochs,
             learning_rate=FLAGS.learning_rate, warmup_ratio=FLAGS.warmup_ratio,
             model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
-            jit_compile=FLAGS.jit_compile)
-    for name, value in sorted(metrics.items()):
+            jit_compile=FLAGS.jit_compile, save_optimizer_state=FLAGS.save_optimizer_state)
+    for name, value in sorted(_flat(metrics).items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
     lora_file = _save_lora(model)
     print(f"Wrote {FLAGS.model_dir}/model.keras{lora_file} and metrics.json"
@@ -140,10 +146,11 @@ def _squad(keras_bert):
                 warmup_ratio=FLAGS.warmup_ratio, n_best_size=FLAGS.n_best_size,
                 max_answer_length=FLAGS.max_answer_length,
                 null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-                model_dir=FLAGS.model_dir, jit_compile=FLAGS.jit_compile)
+                model_dir=FLAGS.model_dir, jit_compile=FLAGS.jit_compile,
+                save_optimizer_state=FLAGS.save_optimizer_state)
     except (ValueError, TypeError, OSError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
-    for name, value in sorted(metrics.items()):
+    for name, value in sorted(_flat(metrics).items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
     lora_file = _save_lora(model)
     print(f"Wrote {FLAGS.model_dir}/model.keras{lora_file}, metrics.json and predictions.json")
@@ -184,6 +191,13 @@ def _model(keras_bert, num_classes):
     if FLAGS.task == "regression":
         num_classes = 1
     return keras_bert.BertClassifier.from_preset(FLAGS.preset, num_classes=num_classes, **common)
+
+
+def _flat(metrics):
+    """{"last_epoch": {"train_loss": ...}} -> {"last_epoch.train_loss": ...}, for printing."""
+    return {f"{name}.{key}" if isinstance(value, dict) else name: inner
+            for name, value in metrics.items()
+            for key, inner in (value.items() if isinstance(value, dict) else [(None, value)])}
 
 
 if __name__ == "__main__":

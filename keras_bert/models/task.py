@@ -154,6 +154,26 @@ class Task(PipelineModel):
             schedule.num_warmup_steps = int(round(DEFAULT_WARMUP_RATIO * steps))
         self.train_function = None  # the schedule's numbers are baked into the traced step
 
+    # ------------------------------------------------------------------ saving
+    def save(self, filepath, overwrite=True, zipped=None, include_optimizer=True, **kwargs):
+        """Keras' ``save``, with tf.keras' ``include_optimizer`` for ``.keras`` files too
+        (Keras 3 honours it for ``.h5`` only). ``include_optimizer=False`` leaves out the
+        optimizer's state and the compile arguments: the file holds the weights, the config
+        and the vocabulary, about the model's own size (an AdamW state is twice the weights),
+        and loads without warnings, compiled with the defaults of ``compile()`` and a fresh
+        optimizer. Keep it (the default) to resume training where it stopped."""
+        if include_optimizer or not self.compiled or str(filepath).endswith((".h5", ".hdf5")):
+            return super().save(filepath, overwrite=overwrite, zipped=zipped,
+                                include_optimizer=include_optimizer, **kwargs)
+        # Keras saves the optimizer it finds on the model, and the compile arguments while
+        # the model is compiled: hide both while it writes.
+        optimizer = self.optimizer
+        try:
+            self.optimizer, self.compiled = None, False
+            return super().save(filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+        finally:
+            self.optimizer, self.compiled = optimizer, True
+
     # ------------------------------------------------------------------ head
     def head_variables(self):
         """The head's weights: ``{name in Google's checkpoints: (variable, transposed)}``

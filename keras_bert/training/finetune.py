@@ -17,6 +17,7 @@ import numpy as np
 from keras_bert import storage
 from keras_bert.models import BertClassifier, BertTokenClassifier
 from keras_bert.optimizers.optimization import create_optimizer
+from keras_bert.text.packer import min_seq_length
 
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
@@ -155,14 +156,54 @@ def _matthews(predicted, y):
     return float((correct * n - (p_sum * t_sum).sum()) / denominator) if denominator else 0.0
 
 
+def run_metrics(model, history, **figures):
+    """The figures of a whole ``fine_tune`` run for ``metrics.json``: ``figures`` (the
+    run's settings), ``epochs`` and ``train_steps`` (all of the run's), ``train_seconds``,
+    and the training loss of the last epoch alone under ``last_epoch`` (Keras' history keeps
+    one mean loss per epoch; it is not the run's), and the parameter counts
+    (`trainable_summary`)."""
+    return {**figures, **trainable_summary(model), "epochs": len(history.epoch),
+            "train_steps": int(model.optimizer.iterations),
+            "train_seconds": round(history.train_seconds, 1),
+            "last_epoch": {"epoch": len(history.epoch),
+                           "train_loss": float(history.history["loss"][-1])}}
+
+
+def check_seq_length(model, examples, flag="seq_length"):
+    """ValueError unless ``model``'s preprocessor packs sequences that hold [CLS], one token
+    of each text of ``examples`` and a [SEP] after each: 3 for single texts, 5 for pairs
+    (multiple choice packs a context with each choice)."""
+    seq_length = getattr(model.preprocessor, "seq_length", None)
+    segments = 1 if examples.texts_b is None else 2
+    if seq_length is not None and seq_length < min_seq_length(segments):
+        kind = "text pairs: [CLS] a [SEP] b [SEP]" if segments == 2 else "texts: [CLS] a [SEP]"
+        raise ValueError(f"{flag}={seq_length} is too short for {kind} needs at least "
+                         f"{min_seq_length(segments)}")
+
+
+def save_model(model, model_dir, include_optimizer=False):
+    """Writes ``model`` to ``model_dir/model.keras`` (atomically; local or ``gs://``) and
+    returns the path. By default without the optimizer's state (`Task.save`): the file is
+    the model's size, not three times it (AdamW keeps two moments per weight), and loads
+    with no warning; ``include_optimizer=True`` keeps the state, to resume training from the
+    file with the optimizer where it stopped."""
+    path = os.path.join(model_dir, MODEL_FILE)
+    with storage.atomic_path(path) as tmp:
+        model.save(tmp, include_optimizer=include_optimizer)
+    return path
+
+
 def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio=0.1,
-        model_dir=None, export_dir=None, jit_compile=False, verbose="auto"):
+        model_dir=None, export_dir=None, jit_compile=False, verbose="auto",
+        save_optimizer_state=False):
     """Fine-tunes ``model`` on ``splits["train"]`` (`keras_bert.data.files.Examples`), scores
     the labelled ``validation`` and ``test`` splits, and writes into ``model_dir``:
-    ``model.keras``, ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
+    ``model.keras`` (with the optimizer's state only if ``save_optimizer_state``: see
+    `save_model`), ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
     checkpoints and TensorBoard logs; with ``export_dir``, a SavedModel there. Returns the
     metrics."""
     train = splits["train"]
+    check_seq_length(model, train)
     validation = splits.get("validation")
     validation_data = None
     if validation is not None and validation.labels is not None:
@@ -171,10 +212,8 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio
                         batch_size=batch_size, epochs=epochs, learning_rate=learning_rate,
                         warmup_ratio=warmup_ratio, model_dir=model_dir, jit_compile=jit_compile,
                         verbose=verbose)
-    metrics = {"train_examples": len(train), "epochs": epochs, "batch_size": batch_size,
-               "learning_rate": history.learning_rate,
-               "train_seconds": round(history.train_seconds, 1),
-               "train_loss": float(history.history["loss"][-1]), **trainable_summary(model)}
+    metrics = run_metrics(model, history, train_examples=len(train), batch_size=batch_size,
+                          learning_rate=history.learning_rate)
     for name in ("validation", "test"):
         examples = splits.get(name)
         if examples is not None and examples.labels is not None:
@@ -184,8 +223,7 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio
         if splits.get("test") is not None:
             write_predictions(model, splits["test"], os.path.join(model_dir,
                                                                   "test_predictions.jsonl"))
-        with storage.atomic_path(os.path.join(model_dir, MODEL_FILE)) as tmp:
-            model.save(tmp)
+        save_model(model, model_dir, include_optimizer=save_optimizer_state)
         storage.write_json(os.path.join(model_dir, METRICS_FILE), metrics)
     if export_dir:
         model.export(export_dir, verbose=False, **export_options(model, train))
