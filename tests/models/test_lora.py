@@ -212,6 +212,14 @@ def test_encoder_lora_file_holds_the_factors_alone(preset, tmp_path):
                                encoder(inputs)["sequence_output"].numpy(), atol=1e-5)
     with h5py.File(path, "r") as f:
         assert list(f) == ["lora"]
+    # On a task model, an encoder's file loads into its encoder; the head stays.
+    task = BertClassifier.from_preset(preset, num_classes=2, seq_length=16)
+    head = [w.copy() for w in task.logits.get_weights()]
+    task.load_lora_weights(path)
+    assert task.optimizer.learning_rate_schedule.peak_learning_rate == 5e-4
+    np.testing.assert_allclose(task.encoder(inputs)["sequence_output"].numpy(),
+                               encoder(inputs)["sequence_output"].numpy(), atol=1e-5)
+    assert all(np.array_equal(a, b) for a, b in zip(head, task.logits.get_weights()))
 
 
 @pytest.mark.parametrize("make, message", [
