@@ -49,9 +49,9 @@ flags.DEFINE_integer("num_batch_threads", None, "Batches run at once (default: C
                      lower_bound=1)
 flags.DEFINE_integer("max_enqueued_batches", None, "Queue bound, in batches (default 10).",
                      lower_bound=1)
-flags.DEFINE_bool("batch_group_by_length", None, "Let text requests share a batch only with "
-                  "texts of a similar length (default true; keras_bert's addition: its "
-                  "signatures pad each batch to its longest text).")
+flags.DEFINE_bool("batch_group_by_length", None, "Run a batch of text requests as one model "
+                  "call per length class of its texts (default true; keras_bert's addition: "
+                  "its signatures pad each call to its longest text).")
 flags.DEFINE_integer("max_request_batch", 0, "Most rows one request may send (0: no limit "
                      "beyond --max_batch_size when batching).", lower_bound=0)
 flags.DEFINE_integer("grpc_max_threads", 32, "gRPC requests handled at once.", lower_bound=1)

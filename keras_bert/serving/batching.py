@@ -7,12 +7,14 @@ since the oldest was queued, runs the model once on the concatenation and hands 
 its own rows of the outputs. With the default timeout of 0 a batch is whatever queued up while
 the batch threads were busy: no request waits for company that is not there.
 
-One addition to TF Serving's scheduler (``group_by_length``, on by default): requests with
-text inputs join only requests whose longest text falls in the same length class (UTF-8
-bytes: up to 16, 32, 64, 128, ...). keras_bert's serving signatures pad each batch to its
-longest sequence, so a batch of short texts costs what short texts cost; one long text
-among them would make every row pay for its length. Requests of ids (no text) batch as
-before: their sequence length is part of their shape, which must match anyway.
+One addition to TF Serving's scheduler (``group_by_length``, on by default): a batch of
+requests with text inputs is run as one model call per length class of its requests (by
+each request's longest text, in UTF-8 bytes: up to 16, 17-32, 33-64, ...), shortest first.
+keras_bert's serving signatures pad each call to its longest sequence, so short texts then
+cost what short texts cost, instead of what the longest text of the batch costs. Batches
+form and close exactly as without it (same queue, size and timeout): no request waits
+longer. Requests of ids (no text) run as one call: their sequence length is part of their
+shape, which must match anyway.
 """
 
 import collections
@@ -39,9 +41,8 @@ class BatchingOptions:
       allowed_batch_sizes: if given, each batch is padded (with copies of its first row,
         dropped from the answers) up to the next of these sizes; the last must equal
         ``max_batch_size``.
-      group_by_length: requests with text inputs share a batch only with requests whose
-        longest text is in the same length class (`length_class`); keras_bert's addition,
-        not one of TF Serving's parameters.
+      group_by_length: run a batch of text requests as one model call per length class
+        (`length_class`); keras_bert's addition, not one of TF Serving's parameters.
 
     Example:
 
@@ -107,17 +108,16 @@ def length_class(inputs):
 
 
 class _Task:
-    __slots__ = ("inputs", "rows", "key", "queued", "done", "result", "error", "abandoned")
+    __slots__ = ("inputs", "rows", "key", "length_class", "queued", "done", "result", "error",
+                 "abandoned")
 
     def __init__(self, inputs, rows, group_by_length=False):
         self.inputs = inputs
         self.rows = rows
         # Requests can share a batch when they have the same inputs with the same dtypes and
-        # the same shape past the batch dimension (and, grouping by length, texts of the
-        # same length class).
+        # the same shape past the batch dimension.
         self.key = tuple(sorted((name, a.dtype.str, a.shape[1:]) for name, a in inputs.items()))
-        if group_by_length:
-            self.key += (length_class(inputs),)
+        self.length_class = length_class(inputs) if group_by_length else None
         self.queued = time.monotonic()
         self.done = threading.Event()
         self.result = self.error = None
@@ -255,6 +255,16 @@ class Batcher:
         return batch
 
     def _process(self, batch):
+        """Runs a closed batch: one model call, or one per length class of its texts."""
+        groups = {}
+        for task in batch:
+            groups.setdefault(task.length_class, []).append(task)
+        if None in groups:  # no text (or not grouping): the batch as it is
+            groups = {None: batch}
+        for length in sorted(groups, key=lambda c: -1 if c is None else c):
+            self._run_group(groups[length])
+
+    def _run_group(self, batch):
         if not batch:
             return
         sizes = [t.rows for t in batch]

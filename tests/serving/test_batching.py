@@ -130,19 +130,34 @@ def _text_lengths(inputs):
             "n": np.full(len(inputs["text"]), len(inputs["text"]))}
 
 
-@pytest.mark.parametrize("group_by_length, calls", [(True, 2), (False, 1)])
-def test_text_requests_share_a_call_only_with_texts_of_their_length_class(
-        batchers, group_by_length, calls):
-    # Five requests queued together: three of short texts (class 0 and 1 mixed within a
-    # request count by its longest), two of long ones (class 4: 129-256 bytes).
-    batcher = batchers(_text_lengths, max_batch_size=16, batch_timeout_micros=200_000,
+@pytest.mark.parametrize("group_by_length", [True, False])
+def test_a_batch_of_texts_runs_one_call_per_length_class(batchers, group_by_length):
+    # Five requests in one batch (it fills up: no waiting): three of short texts (classes 0
+    # and 1; a request counts by its longest text), two of long ones (class 4: 129-256
+    # bytes). Grouped: the short ones in one call, the long ones in another, shortest first.
+    calls = []
+
+    def run(inputs):
+        calls.append(sorted(len(t) for t in inputs["text"]))
+        return _text_lengths(inputs)
+
+    batcher = batchers(run, max_batch_size=7, batch_timeout_micros=WAIT * 10**6,
                        group_by_length=group_by_length, num_batch_threads=1)
     requests = [_texts(5, 20), _texts(200), _texts(30), _texts(150, 3), _texts(17)]
     answers = _clients(batcher, requests)
     assert [a["y"].tolist() for a in answers] == [[5, 20], [200], [30], [150, 3], [17]]
-    assert batcher.calls == calls
-    if group_by_length:  # 4 short rows in one call, 3 long ones in the other
+    if group_by_length:
+        assert calls == [[5, 17, 20, 30], [3, 150, 200]]
         assert [a["n"].tolist()[0] for a in answers] == [4, 3, 4, 3, 4]
+        assert (batcher.calls, batcher.rows) == (2, 7)
+    else:
+        assert calls == [[3, 5, 17, 20, 30, 150, 200]] and batcher.calls == 1
+
+
+def test_requests_of_ids_are_one_call_whatever_the_grouping(batchers):
+    batcher = batchers(Recorder(), max_batch_size=4, batch_timeout_micros=WAIT * 10**6)
+    answers = _clients(batcher, [{"x": np.arange(i, i + 2)} for i in range(2)])
+    assert batcher.calls == 1 and [a["n"].tolist() for a in answers] == [[4, 4], [4, 4]]
 
 
 def test_length_classes_double():
