@@ -51,6 +51,8 @@ flags.DEFINE_integer("max_batch_size", 32, "The batching server's --max_batch_si
 flags.DEFINE_integer("batch_timeout_micros", 0, "The batching server's --batch_timeout_micros.")
 flags.DEFINE_integer("num_batch_threads", 0, "The batching server's --num_batch_threads "
                      "(0: its default, the CPU count).")
+flags.DEFINE_list("length_groups", ["on"], "Batching servers to run: on (a batch's texts run "
+                  "as one model call per length class, the default), off (one call), or both.")
 
 _LOOP = "in-process loop, 1 thread"
 _THREADS = "in-process, one thread per client"
@@ -209,7 +211,9 @@ def main(argv):
         rest = "rest" in FLAGS.protocols
         servers = {}
         try:
-            for mode, extra in (("unbatched", []), ("batched", batching)):
+            groups = {"on": [], "off": ["--nobatch_group_by_length"]}
+            batched = [(_batched_mode(g), batching + groups[g]) for g in FLAGS.length_groups]
+            for mode, extra in [("unbatched", [])] + batched:
                 port = [f"--rest_api_port={_free_port()}"] if rest else []
                 servers[mode] = ServerProcess(*common, *port, *extra)
             for server in servers.values():
@@ -235,6 +239,13 @@ def main(argv):
     _report(best, failures, calls)
     if failures:
         sys.exit(1)
+
+
+def _batched_mode(length_groups):
+    """The name of a batching server's mode: "batched" for the default (length groups on)."""
+    if length_groups not in ("on", "off"):
+        raise SystemExit(f"serve.py: --length_groups takes on and off, got {length_groups!r}")
+    return "batched" if length_groups == "on" else "batched, one call per batch"
 
 
 def _rows_per_call(stdout):
@@ -263,10 +274,10 @@ def _report(best, failures, calls):
     for name, f in best.items():
         print(f"| {name:<40} | {f['qps']:8.1f} | {f['p50_ms']:7.2f} | {f['p99_ms']:7.2f} | "
               f"{f['failed']:6d} | {f['qps'] / floor:7.2f} |")
-    gains = {p: best[f"{p} batched"]["qps"] / best[f"{p} unbatched"]["qps"]
-             for p in FLAGS.protocols}
-    for protocol, gain in gains.items():
-        print(f"batching gain over unbatched serving, {protocol}: {gain:.2f}x")
+    gains = {f"{p} {m}": best[f"{p} {m}"]["qps"] / best[f"{p} unbatched"]["qps"]
+             for p in FLAGS.protocols for m in map(_batched_mode, FLAGS.length_groups)}
+    for mode, gain in gains.items():
+        print(f"batching gain over unbatched serving, {mode}: {gain:.2f}x")
     print("rows per model call: " + ", ".join(f"{mode} server {value:.2f}"
                                              for mode, value in calls.items()))
     for failure in failures[:20]:
