@@ -58,6 +58,7 @@ INSTALL_HASH := $(shell cat requirements.txt $(PRESETS_REQUIREMENTS) setup.py py
 	| sha256sum | cut -c1-16)
 TEST_HASH := $(shell { cat requirements.txt requirements-test.txt requirements-hf.txt \
 	requirements-keras-hub.txt requirements-serve.txt requirements-hub.txt \
+	requirements-litert.txt \
 	requirements-google-bert.txt \
 	$(PRESETS_REQUIREMENTS) setup.py pyproject.toml; echo "$(TORCH_PIN) $(GOOGLE_BERT_PIN)"; } \
 	| sha256sum | cut -c1-16)

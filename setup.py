@@ -12,6 +12,7 @@ extra              file                            for
 ``[keras_hub]``    ``requirements-keras-hub.txt``  reading keras-hub presets
 ``[serve]``        ``requirements-serve.txt``      TF Serving's gRPC client API
 ``[hub]``          ``requirements-hub.txt``        ``hf://`` and ``kaggle://`` preset handles
+``[litert]``       ``requirements-litert.txt``     running and serving LiteRT (``.tflite``) models
 ``[test]``         ``requirements-test.txt``       the tests (includes the other extras)
 =================  ==============================  ==========================================
 """
@@ -49,6 +50,7 @@ EXTRA_FILES = {
     "keras_hub": "requirements-keras-hub.txt",
     "serve": "requirements-serve.txt",
     "hub": "requirements-hub.txt",
+    "litert": "requirements-litert.txt",
     "test": "requirements-test.txt",
 }
 extras_require = {

@@ -3,7 +3,7 @@
 Run by the Makefile after each install: `python .ci/check_venv.py` after the runtime install
 (the pins of requirements.txt and requirements-presets.txt), `python .ci/check_venv.py --test`
 after the test install (adds requirements-test.txt's pins, with those of the extras' files it
-includes: [hf], [keras_hub], [serve], [hub]; torch is a CPU build and no
+includes: [hf], [keras_hub], [serve], [hub], [litert]; torch is a CPU build and no
 `nvidia-*` CUDA packages came with it).
 """
 

@@ -127,7 +127,7 @@ def main(argv):
           f"{metrics['eval_masked_lm_loss']:.3f}); always predicting the most frequent masked "
           f"token scores {metrics['eval_most_frequent_token_accuracy']:.4f}. Next sentence: "
           f"{metrics['eval_next_sentence_accuracy']:.4f}.")
-    print(f"{metrics['global_step']} steps of {BATCH.value} x {SEQ.value} tokens in "
+    print(f"{metrics['total_train_steps']} steps of {BATCH.value} x {SEQ.value} tokens in "
           f"{seconds / 60:.1f} minutes of training. Curve: {plot}; model: {directory} "
           "(BertPretrainer.from_preset loads it).")
 

@@ -22,6 +22,7 @@ _IMPORT_NOISE = re.compile(
     r"|^E\d{4} [\d:.]+\s+\d+ cuda_platform\.cc:\d+\] failed call to cuInit"
     r"|^E\d{4} [\d:.]+\s+\d+ util\.cc:\d+\] oneDNN supports DT_INT64 only"
     r"|^To enable the following instructions:|rebuild TensorFlow with the appropriate compiler"
+    r"|^INFO: Created TensorFlow Lite XNNPACK delegate for CPU"
 )
 
 

@@ -46,6 +46,17 @@ def minilm_path():
 
 
 @pytest.fixture(scope="session")
+def litert_version(tmp_path_factory):
+    """A version directory holding a tiny classifier's serving SavedModel and its LiteRT
+    model (``model.tflite``), for the server's LiteRT tests: (version dir, .tflite path)."""
+    from tests.dependencies import require
+    from tests.export.serving_models import write_litert_version
+
+    require("ai_edge_litert")
+    return write_litert_version(tmp_path_factory.mktemp("litert_version"))
+
+
+@pytest.fixture(scope="session")
 def serving_models(tmp_path_factory):
     """Serving SavedModels of tiny BertClassifiers with their preprocessor (the server tests'
     models, see tests/export/serving_models.py): name -> (path, expected outputs)."""

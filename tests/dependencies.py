@@ -13,8 +13,11 @@ PACKAGES = {
     "keras_hub": "keras-hub (requirements-keras-hub.txt, the [keras_hub] extra)",
     "tensorflow_hub": "tensorflow-hub (requirements-test.txt)",
     "tf_keras": "tf-keras (requirements-test.txt)",
+    "onnxruntime": "onnxruntime (requirements-test.txt)",
+    "onnx": "onnx (requirements-test.txt)",
     "huggingface_hub": "huggingface_hub (requirements-hub.txt, the [hub] extra)",
     "kagglehub": "kagglehub (requirements-hub.txt, the [hub] extra)",
+    "ai_edge_litert": "ai-edge-litert (requirements-litert.txt, the [litert] extra)",
 }
 
 

@@ -7,7 +7,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "transformers", "keras_hub", "tensorflow_hub", "grpc", "tensorflow_serving",
-         "safetensors", "kagglehub", "kagglesdk")  # (Keras itself imports huggingface_hub)
+         "safetensors", "kagglehub", "kagglesdk", "ai_edge_litert")  # (Keras itself imports huggingface_hub)
 
 
 def test_import_keras_bert_pulls_no_optional_dependency():

@@ -23,7 +23,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 # What the Makefile reads to decide what to install and to name its stamps.
 INSTALL_INPUTS = ("Makefile", "requirements.txt", "requirements-test.txt",
                   "requirements-hf.txt", "requirements-keras-hub.txt",
-                  "requirements-serve.txt", "requirements-hub.txt",
+                  "requirements-serve.txt", "requirements-hub.txt", "requirements-litert.txt",
                   "requirements-google-bert.txt",
                   "requirements-presets.txt", "setup.py", "pyproject.toml")
 

@@ -16,6 +16,7 @@ EXTRAS = {
     "keras_hub": "requirements-keras-hub.txt",
     "serve": "requirements-serve.txt",
     "hub": "requirements-hub.txt",
+    "litert": "requirements-litert.txt",
     "test": "requirements-test.txt",
 }
 

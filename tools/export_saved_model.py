@@ -30,6 +30,7 @@ from absl import app, flags, logging  # noqa: E402
 import keras_bert  # noqa: E402  (loads TensorFlow without its C++ start-up lines)
 from keras_bert import export, storage  # noqa: E402
 from keras_bert.export import layout  # noqa: E402
+from keras_bert.text.packer import min_seq_length  # noqa: E402
 
 KINDS = ("encoder", "preprocessor", "serving")
 TASKS = {  # --task -> (class name, the flag giving its size)
@@ -57,8 +58,9 @@ flags.DEFINE_integer("num_classes", None, "--task=classification/tagging: classe
                      lower_bound=2)
 flags.DEFINE_integer("num_choices", None, "--task=multiple_choice: choices per question.",
                      lower_bound=2)
-flags.DEFINE_integer("seq_length", 128, "--preset: the preprocessor's sequence length.",
-                     lower_bound=3)
+flags.DEFINE_integer("seq_length", 128, "--preset: the preprocessor's sequence length (at "
+                     "least 3: [CLS] a [SEP]; 5 for --pairs, span_labeling and "
+                     "multiple_choice: [CLS] a [SEP] b [SEP]).", lower_bound=3)
 flags.DEFINE_bool("pairs", False, "--kind=serving of a classifier or masked LM: "
                   "serving_default takes text_a and text_b.")
 flags.DEFINE_list("label_names", None, "--kind=serving of a classifier or tagger: class "
@@ -96,6 +98,17 @@ def _task_flags(values):
     size = TASKS[task][1] if task else None
     if size and values[size] is None:
         raise flags.ValidationError(f"--task={task} needs --{size}")
+    return True
+
+
+@flags.multi_flags_validator(["seq_length", "pairs", "task"])
+def _seq_length_holds_pairs(values):
+    pairs = values["pairs"] or values["task"] in ("span_labeling", "multiple_choice")
+    if pairs and values["seq_length"] < min_seq_length(2):
+        what = "--pairs" if values["pairs"] else f"--task={values['task']}"
+        raise flags.ValidationError(
+            f"--seq_length={values['seq_length']} is too short for {what}, which packs text "
+            f"pairs: [CLS] a [SEP] b [SEP] needs at least {min_seq_length(2)}")
     return True
 
 

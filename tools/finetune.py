@@ -12,7 +12,8 @@ multiple_choice (a context and a JSON list of choices). Data: --tfds_name (GLUE 
 Yelp: columns and splits known) or --train_file/--eval_file/--test_file as TSV, CSV or JSON
 Lines with a header. --model_dir receives checkpoints, TensorBoard logs, metrics.json,
 test_predictions.jsonl and model.keras (which keras.saving.load_model opens after
-`import keras_bert`, taking raw strings).
+`import keras_bert`, taking raw strings). --lora_rank=8 trains LoRA factors and the head
+only (at a default learning rate of 5e-4) and also writes model.lora.h5, what trained.
 """
 
 import os
@@ -26,6 +27,7 @@ from absl import app, flags, logging  # noqa: E402
 
 TASKS = ("classification", "regression", "tagging", "multiple_choice", "squad")
 PRECISIONS = {"none": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+LORA_FILE = "model.lora.h5"
 
 flags.DEFINE_string("preset", None, "Preset name (keras_bert.presets()) or directory.",
                     required=True)
@@ -41,15 +43,24 @@ flags.DEFINE_string("text_b_column", None,
 flags.DEFINE_string("label_column", "label", "Column of the label (tagging: the tags).")
 flags.DEFINE_integer("num_classes", None, "Classes (tags, choices); default: from the data.",
                      lower_bound=1)
-flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens.", lower_bound=3)
+flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens: at least 3 "
+                     "([CLS] a [SEP]), 5 for text pairs, multiple_choice and squad "
+                     "([CLS] a [SEP] b [SEP]).", lower_bound=3)
 flags.DEFINE_integer("batch_size", 32, "Examples per step.", lower_bound=1)
 flags.DEFINE_integer("epochs", 3, "Passes over the training data.", lower_bound=1)
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.", lower_bound=0)
+flags.DEFINE_float("learning_rate", None, "Peak learning rate (default: 5e-5; 5e-4 with "
+                   "--lora_rank).", lower_bound=0)
+flags.DEFINE_integer("lora_rank", 0, "LoRA: train rank-N factors of the attention's query "
+                     "and value projections and the head, everything else frozen (0: full "
+                     "fine-tuning).", lower_bound=0)
 flags.DEFINE_float("warmup_ratio", 0.1, "Share of the steps spent warming up.", lower_bound=0,
                    upper_bound=1)
 flags.DEFINE_enum("mixed_precision", "none", list(PRECISIONS), "Compute precision.")
 flags.DEFINE_bool("jit_compile", False, "XLA for the training step.")
 flags.DEFINE_string("model_dir", None, "Where the run's outputs go.", required=True)
+flags.DEFINE_bool("save_optimizer_state", False, "Keep the optimizer's state in "
+                  "model.keras (three times the model's size with AdamW), to resume training "
+                  "from it; by default it holds the weights, config and vocabulary only.")
 flags.DEFINE_string("export_dir", None, "Also export a SavedModel here (TF Serving layout: "
                     "<base>/<name>/<version>).")
 flags.DEFINE_integer("seed", 0, "Random seed.")
@@ -92,21 +103,23 @@ def main(argv):
             text_column=FLAGS.text_column, text_b_column=FLAGS.text_b_column,
             label_column=FLAGS.label_column, data_dir=FLAGS.data_dir)
         num_classes = FLAGS.num_classes or sources.num_classes(FLAGS.task, splits)
-        model = _model(keras_bert, num_classes)
+        model = _lora(_model(keras_bert, num_classes))
+        finetune.check_seq_length(model, splits["train"], flag="--seq_length")
     except (ValueError, TypeError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
-    print(f"{type(model).__name__} from {FLAGS.preset!r}: {len(splits['train']):,} training "
-          f"examples, " + ", ".join(f"{len(v):,} {k}" for k, v in splits.items() if k != "train"),
-          flush=True)
+    print(f"{type(model).__name__} from {FLAGS.preset!r}{_lora_note(model)}: "
+          f"{len(splits['train']):,} training examples, "
+          + ", ".join(f"{len(v):,} {k}" for k, v in splits.items() if k != "train"), flush=True)
     with keras_bert.backend.quiet_native_stderr():
         metrics = finetune.run(
             model, splits, batch_size=FLAGS.batch_size, epochs=FLAGS.epochs,
             learning_rate=FLAGS.learning_rate, warmup_ratio=FLAGS.warmup_ratio,
             model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
-            jit_compile=FLAGS.jit_compile)
-    for name, value in sorted(metrics.items()):
+            jit_compile=FLAGS.jit_compile, save_optimizer_state=FLAGS.save_optimizer_state)
+    for name, value in sorted(_flat(metrics).items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
-    print(f"Wrote {FLAGS.model_dir}/model.keras and metrics.json"
+    lora_file = _save_lora(model)
+    print(f"Wrote {FLAGS.model_dir}/model.keras{lora_file} and metrics.json"
           + (f"; exported to {FLAGS.export_dir}" if FLAGS.export_dir else ""))
 
 
@@ -117,10 +130,10 @@ def _squad(keras_bert):
         sys.exit("finetune.py: --task=squad reads SQuAD JSON: give --train_file (and "
                  "--eval_file), e.g. train-v1.1.json and dev-v1.1.json.")
     try:
-        model = keras_bert.BertSpanLabeler.from_preset(
+        model = _lora(keras_bert.BertSpanLabeler.from_preset(
             FLAGS.preset, seq_length=FLAGS.seq_length,
-            dtype=PRECISIONS[FLAGS.mixed_precision])
-        print(f"BertSpanLabeler from {FLAGS.preset!r}: SQuAD "
+            dtype=PRECISIONS[FLAGS.mixed_precision]))
+        print(f"BertSpanLabeler from {FLAGS.preset!r}{_lora_note(model)}: SQuAD "
               f"{'2.0' if FLAGS.version_2_with_negative else '1.1'} from {FLAGS.train_file}",
               flush=True)
         with keras_bert.backend.quiet_native_stderr():
@@ -133,12 +146,38 @@ def _squad(keras_bert):
                 warmup_ratio=FLAGS.warmup_ratio, n_best_size=FLAGS.n_best_size,
                 max_answer_length=FLAGS.max_answer_length,
                 null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-                model_dir=FLAGS.model_dir, jit_compile=FLAGS.jit_compile)
+                model_dir=FLAGS.model_dir, jit_compile=FLAGS.jit_compile,
+                save_optimizer_state=FLAGS.save_optimizer_state)
     except (ValueError, TypeError, OSError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
-    for name, value in sorted(metrics.items()):
+    for name, value in sorted(_flat(metrics).items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
-    print(f"Wrote {FLAGS.model_dir}/model.keras, metrics.json and predictions.json")
+    lora_file = _save_lora(model)
+    print(f"Wrote {FLAGS.model_dir}/model.keras{lora_file}, metrics.json and predictions.json")
+
+
+def _lora(model):
+    if FLAGS.lora_rank:
+        model.enable_lora(FLAGS.lora_rank)
+    return model
+
+
+def _save_lora(model):
+    """With LoRA, writes what trained (factors and head) to model_dir/model.lora.h5."""
+    if not FLAGS.lora_rank:
+        return ""
+    model.save_lora_weights(os.path.join(FLAGS.model_dir, LORA_FILE))
+    return f", {LORA_FILE}"
+
+
+def _lora_note(model):
+    if not FLAGS.lora_rank:
+        return ""
+    from keras_bert.training import finetune
+
+    counts = finetune.trainable_summary(model)
+    return (f" with LoRA rank {FLAGS.lora_rank} ({counts['trainable_parameters']:,} of "
+            f"{counts['parameters']:,} parameters trainable)")
 
 
 def _model(keras_bert, num_classes):
@@ -152,6 +191,13 @@ def _model(keras_bert, num_classes):
     if FLAGS.task == "regression":
         num_classes = 1
     return keras_bert.BertClassifier.from_preset(FLAGS.preset, num_classes=num_classes, **common)
+
+
+def _flat(metrics):
+    """{"last_epoch": {"train_loss": ...}} -> {"last_epoch.train_loss": ...}, for printing."""
+    return {f"{name}.{key}" if isinstance(value, dict) else name: inner
+            for name, value in metrics.items()
+            for key, inner in (value.items() if isinstance(value, dict) else [(None, value)])}
 
 
 if __name__ == "__main__":

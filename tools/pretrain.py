@@ -73,10 +73,17 @@ def main(argv):
                                                log=lambda line: print(line, flush=True))
     except errors as error:
         sys.exit(f"pretrain.py: {error}")
-    for name, value in sorted(metrics.items()):
+    for name, value in sorted(_flat(metrics).items()):
         print(f"  {name}: {value:.6g}" if isinstance(value, float) else f"  {name}: {value}")
     print(f"Wrote {FLAGS.model_dir}: metrics.json and the model "
           "(keras_bert.BertPretrainer.from_preset / BertEncoder.from_preset load it)")
+
+
+def _flat(metrics):
+    """{"last_loop": {"loss": ...}} -> {"last_loop.loss": ...}, for printing."""
+    return {f"{name}.{key}" if isinstance(value, dict) else name: inner
+            for name, value in metrics.items()
+            for key, inner in (value.items() if isinstance(value, dict) else [(None, value)])}
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
-r"""Serves SavedModels with TF Serving's gRPC and REST APIs, taking tensorflow_model_server's flags.
+r"""Serves SavedModels (or LiteRT models) with TF Serving's gRPC and REST APIs, taking
+tensorflow_model_server's flags.
 
     python tools/serve.py --model_name=sentiment --model_base_path=/models/sentiment \
         --port=8500 --rest_api_port=8501
     python tools/serve.py --model_config_file=models.config --enable_batching \
         --max_batch_size=32 --batch_timeout_micros=2000
 
-The newest numeric version directory under each base path is served, and a new one dropped in
+--prefer_tflite_model serves a version directory's model.tflite (a LiteRT model beside or
+instead of its saved_model.pb), as TF Serving's flag does. The newest numeric version
+directory under each base path is served, and a new one dropped in
 while serving is picked up (every --file_system_poll_wait_seconds). It listens on 127.0.0.1
 unless --host says otherwise. Client code written for TF Serving works against it unchanged:
 see docs/serving.md. SIGINT or SIGTERM stops it.
@@ -46,21 +49,31 @@ flags.DEFINE_integer("num_batch_threads", None, "Batches run at once (default: C
                      lower_bound=1)
 flags.DEFINE_integer("max_enqueued_batches", None, "Queue bound, in batches (default 10).",
                      lower_bound=1)
+flags.DEFINE_bool("batch_group_by_length", None, "Let text requests share a batch only with "
+                  "texts of a similar length (default true; keras_bert's addition: its "
+                  "signatures pad each batch to its longest text).")
 flags.DEFINE_integer("max_request_batch", 0, "Most rows one request may send (0: no limit "
                      "beyond --max_batch_size when batching).", lower_bound=0)
 flags.DEFINE_integer("grpc_max_threads", 32, "gRPC requests handled at once.", lower_bound=1)
 flags.DEFINE_integer("rest_api_timeout_in_ms", 30000, "How long a REST request may wait for "
                      "its batch.", lower_bound=0)
+flags.DEFINE_bool("prefer_tflite_model", False, "Serve a version directory's model.tflite (a "
+                  "LiteRT model: model.export(path, format='litert')) instead of its "
+                  "saved_model.pb when it has one; else its SavedModel, as TF Serving does. "
+                  "Needs ai-edge-litert (the [litert] extra).")
+flags.DEFINE_integer("num_tflite_pools", 1, "LiteRT interpreters per version that run at once "
+                     "(the CPUs are shared among them).", lower_bound=1)
 FLAGS = flags.FLAGS
 
 _BATCHING_FLAGS = ("max_batch_size", "batch_timeout_micros", "num_batch_threads",
-                   "max_enqueued_batches")
+                   "max_enqueued_batches", "batch_group_by_length")
 
 
 @flags.multi_flags_validator(
     ("enable_batching", "batching_parameters_file") + _BATCHING_FLAGS,
     message="--batching_parameters_file, --max_batch_size, --batch_timeout_micros, "
-            "--num_batch_threads and --max_enqueued_batches need --enable_batching")
+            "--num_batch_threads, --max_enqueued_batches and --batch_group_by_length need "
+            "--enable_batching")
 def _batching_flags_need_batching(values):
     return values["enable_batching"] or all(
         values[name] is None for name in ("batching_parameters_file",) + _BATCHING_FLAGS)
@@ -71,8 +84,8 @@ def _batching(server_lib):
         return None
     options = (server_lib.read_batching_parameters_file(FLAGS.batching_parameters_file)
                if FLAGS.batching_parameters_file else server_lib.BatchingOptions())
-    overrides = {name: FLAGS[name].value for name in _BATCHING_FLAGS
-                 if FLAGS[name].value is not None}
+    overrides = {name.replace("batch_group_by", "group_by"): FLAGS[name].value
+                 for name in _BATCHING_FLAGS if FLAGS[name].value is not None}
     if overrides:
         import dataclasses
 
@@ -110,7 +123,9 @@ def main(argv):
             host=FLAGS.host, batching=_batching(server_lib),
             poll_wait_seconds=FLAGS.file_system_poll_wait_seconds,
             max_request_batch=FLAGS.max_request_batch, grpc_max_threads=FLAGS.grpc_max_threads,
-            rest_api_timeout_in_ms=FLAGS.rest_api_timeout_in_ms)
+            rest_api_timeout_in_ms=FLAGS.rest_api_timeout_in_ms,
+            prefer_tflite_model=FLAGS.prefer_tflite_model,
+            num_tflite_pools=FLAGS.num_tflite_pools)
         with quiet_native_stderr():
             server.start()
     except server_lib.ServerConfigError as error:
@@ -121,11 +136,14 @@ def main(argv):
     for model in models:
         versions = [s.version for s in server.manager.status(model.name)
                     if s.state == "AVAILABLE"]
-        print(f"Serving model {model.name!r} version(s) {versions} from {model.base_path}")
+        files = sorted({server.manager.resolve(model.name, v).served_file for v in versions})
+        print(f"Serving model {model.name!r} version(s) {versions} from {model.base_path} "
+              f"({', '.join(files)})")
     batching = server.manager.batching
     if batching is not None:
         print(f"Batching: max_batch_size={batching.max_batch_size}, batch_timeout_micros="
-              f"{batching.batch_timeout_micros}, num_batch_threads={batching.threads}")
+              f"{batching.batch_timeout_micros}, num_batch_threads={batching.threads}, "
+              f"group_by_length={batching.group_by_length}")
     print(f"Running gRPC ModelServer at {server.grpc_address} ...")
     if server.rest_url:
         print(f"Exporting HTTP/REST API at:{server.rest_url} ...")

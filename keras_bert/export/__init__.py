@@ -1,19 +1,24 @@
 """SavedModel exports: the encoder in the TF Hub BERT encoder format, the preprocessing model,
-and the end-to-end serving model of a task (`model.export`), in TF Serving's layout; the TF
+and the end-to-end serving model of a task (`model.export`), in TF Serving's layout; the
+LiteRT model of a task or an encoder with the tokenizer inside (`export_litert`,
+``model.export(path, format="litert")``) and its runner (`litert_model.load`); the TF
 Serving-compatible local server is `keras_bert.serving` (imported only when it runs)."""
 
 from keras_bert.export.encoder import export_encoder
 from keras_bert.export.layout import ExportError, next_version
+from keras_bert.export.litert import export_litert
 from keras_bert.export.ops import required_ops
 from keras_bert.export.preprocessor import export_preprocessor
 from keras_bert.export.serving import export_model
 from keras_bert.models.task import register_exporter
 
 register_exporter("tf_saved_model", export_model)  # model.export's default format
+register_exporter("litert", export_litert)  # the tokenizer inside, LiteRT builtins only
 
 __all__ = [
     "ExportError",
     "export_encoder",
+    "export_litert",
     "export_model",
     "export_preprocessor",
     "next_version",

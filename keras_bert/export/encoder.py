@@ -32,6 +32,7 @@ import tensorflow as tf
 from keras_bert.export import layout, modules
 from keras_bert.export.layout import ExportError
 from keras_bert.layers import int8
+from keras_bert.models import lora
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.preset_mixin import vocabulary_file
 from keras_bert.models.task import Task
@@ -43,7 +44,9 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
 
     Args:
         model: a `BertEncoder`, or a task model (its encoder is exported; from a
-            `BertMaskedLM` or `BertPretrainer` with the ``mlm`` subobject too).
+            `BertMaskedLM` or `BertPretrainer` with the ``mlm`` subobject too). With LoRA
+            enabled, the export is of a copy with the factors merged into the kernels and
+            every weight trainable, as a fine-tunable TF Hub encoder is.
         export_dir: a new (or empty) local directory; written atomically.
         vocabulary: the WordPiece vocabulary (a ``vocab.txt`` path or a list of tokens) for
             the ``vocab_file`` asset. Default: the encoder's (``from_preset`` records it) or
@@ -81,7 +84,10 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     """
     encoder, mlm_model = _encoder_of(model)
     export_dir = layout.check_target(export_dir)  # before any tracing
-    tokens, lower = _vocabulary(model, encoder, vocabulary, do_lower_case)
+    if encoder.lora_config is not None:  # the factors merged into the kernels, all trainable
+        model = lora.merged_copy(model)
+        encoder, mlm_model = _encoder_of(model)
+    tokens, lower = vocabulary_of(model, encoder, vocabulary, do_lower_case)
     with vocabulary_file(tokens, beside=os.path.dirname(export_dir)) as vocab_path:
         root = encoder_module(encoder, mlm_model, vocab_path, lower)
         serving = _serving_function(root)
@@ -160,7 +166,7 @@ def _encoder_of(model):
                       f"{type(model).__name__}.")
 
 
-def _vocabulary(model, encoder, vocabulary, do_lower_case):
+def vocabulary_of(model, encoder, vocabulary, do_lower_case):
     """(tokens, do_lower_case) for the export, from the arguments or what the model knows."""
     tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
     if vocabulary is not None:

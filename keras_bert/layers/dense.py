@@ -1,7 +1,9 @@
-"""`Dense`: Keras' `Dense` whose int8 inference runs on oneDNN's int8 kernel."""
+"""`Dense`: Keras' `Dense` whose LoRA factors train cheaply, survive saving and merge, and
+whose int8 inference runs on oneDNN's int8 kernel."""
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from keras_bert.layers import int8
 
@@ -16,48 +18,154 @@ _FUSED_ACTIVATIONS = {keras.activations.gelu: "gelu", keras.activations.relu: "r
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class Dense(keras.layers.Dense):
-    """`keras.layers.Dense`, the same layer in every way (its arguments, variables, `.keras`
-    files, ``enable_lora``, ``quantize``), except that once quantized to int8 its inference
-    calls run on oneDNN's int8 kernel (`keras_bert.layers.int8`) instead of Keras' int8
-    matmul: several times faster on x86 CPUs.
+    """`keras.layers.Dense` (the projections of `TransformerBlock`, `Pooler` and
+    `MaskedLMHead`) with three changes to its LoRA (``enable_lora(rank, lora_alpha=None)``,
+    Keras' own: a frozen kernel ``W`` plus trainable factors ``lora_kernel_a`` [in, rank]
+    and ``lora_kernel_b`` [rank, out], ``B`` zero at first, scaled by ``lora_alpha /
+    rank``):
 
-    ``quantize("int8")`` quantizes the kernel as Keras does (int8, one scale per output
-    column) and also computes the kernel's column sums (``kernel_column_sums``, a
-    non-trainable variable that is derived, never saved: it is computed again when the
-    weights are loaded). At inference (``training`` not True, float32 compute dtype, a
-    TensorFlow with the kernel: `int8.available`), each call quantizes its input to uint8
-    with one scale for the whole tensor and an integer zero point (as ONNX Runtime's dynamic
-    quantization does) and calls the kernel, which fuses the bias and the activation (GELU,
-    ReLU, tanh, sigmoid). Keras' own int8 path quantizes each row of the input symmetrically,
-    so the two round differently; both are within int8's error of the float layer. While
-    training (``training=True``, as in ``fit``), with a quantization config other than
-    Keras' default int8 one, in another compute dtype or without the kernel, the layer runs
-    Keras' int8 path, which has gradients. Set ``keras_bert.layers.dense.INT8_KERNEL =
-    False`` to run Keras' path always.
+    * ``call`` computes ``x @ W + scale * (x @ A) @ B``, the LoRA paper's form: the gradient
+      reaches ``A`` and ``B`` through two thin matmuls, never through a full ``[in, out]``
+      kernel gradient (Keras' ``x @ (W + scale * A @ B)`` needs that one);
+    * saving (``.keras``, ``.weights.h5``) keeps ``W``, the bias and both factors as they
+      are (Keras' `Dense` saves the merged kernel and loads the factors back as zeros, which
+      neither train nor reload as LoRA), so a LoRA model loads back as it was saved;
+      weights saved without factors (a model saved before ``enable_lora``) load as the
+      kernel with ``B`` zero;
+    * ``merge_lora()`` folds ``scale * A @ B`` into the kernel and removes the factors.
 
-    BERT's layers (`TransformerBlock`, `Pooler`, `MaskedLMHead`) build their projections
-    from this class, so ``model.quantize("int8")`` on any keras_bert model reaches it.
+    Without LoRA it is Keras' `Dense`, in computation and in its saved weights, except that
+    once quantized to int8 (``quantize("int8")``, e.g. from ``model.quantize("int8")``) its
+    inference calls run on oneDNN's int8 kernel (`keras_bert.layers.int8`) instead of Keras'
+    int8 matmul, several times faster on x86 CPUs:
+
+    * ``quantize("int8")`` quantizes the kernel as Keras does (int8, one scale per output
+      column) and also computes the kernel's column sums (``kernel_column_sums``, a
+      non-trainable variable derived from the kernel, never saved: loading weights computes
+      it again, so `.keras` files hold Keras' int8 variables and load either way);
+    * an inference call (``training`` not True, float32 compute dtype, Keras' default int8
+      config, a TensorFlow with the kernel: `int8.available`) quantizes its input to uint8
+      with one range for the whole tensor (as ONNX Runtime's dynamic quantization does) and
+      runs the kernel, which fuses the bias and the activation (GELU, ReLU, tanh, sigmoid).
+      Keras' own int8 path quantizes each row of the input symmetrically, so the two round
+      differently; both are within int8's error of the float layer;
+    * training (``training=True``, as in ``fit``) runs Keras' int8 path, which has gradients
+      for the inputs (an inference call has none: `int8.NoGradientError`). Set
+      ``keras_bert.layers.dense.INT8_KERNEL = False`` to run Keras' path always.
 
     Example:
 
     >>> import numpy as np
-    >>> from keras_bert.layers import Dense
-    >>> layer = Dense(4)
-    >>> x = np.random.default_rng(0).normal(size=(3, 8)).astype("float32")
-    >>> y = layer(x)
-    >>> layer.quantize("int8")
-    >>> bool(np.abs(layer(x).numpy() - y.numpy()).max() < 0.05)
+    >>> from keras_bert.layers.dense import Dense
+    >>> layer = Dense(3)
+    >>> x = np.random.default_rng(0).normal(size=(2, 4)).astype("float32")
+    >>> plain = layer(x).numpy()
+    >>> layer.enable_lora(rank=2)
+    >>> _ = layer.lora_kernel_b.assign(np.full((2, 3), 0.1, "float32"))
+    >>> with_lora = layer(x).numpy()
+    >>> layer.merge_lora()
+    >>> layer.lora_enabled, [v.name for v in layer.weights]
+    (False, ['kernel', 'bias'])
+    >>> bool(np.allclose(layer(x).numpy(), with_lora, atol=1e-6))
+    True
+    >>> layer.quantize("int8")                      # its inference calls: the int8 kernel
+    >>> bool(np.abs(layer(x).numpy() - with_lora).max() < 0.05)
     True
     """
 
+    def call(self, inputs, training=None):
+        if not self.lora_enabled or self.quantization_mode is not None:
+            return super().call(inputs, training=training)
+        x = ops.matmul(inputs, self._kernel)
+        if self.bias is not None:
+            x = ops.add(x, self.bias)
+        # [..., in] @ [in, rank] @ [rank, out]: the low-rank update, never a full kernel.
+        low_rank = ops.matmul(ops.matmul(inputs, ops.cast(self.lora_kernel_a, inputs.dtype)),
+                              ops.cast(self.lora_kernel_b, inputs.dtype))
+        x = ops.add(x, ops.multiply(ops.cast(self.lora_scale, x.dtype), low_rank))
+        if self.activation is not None:
+            x = self.activation(x)
+        return x
+
     def quantize(self, mode=None, type_check=True, config=None):
-        # Keras refuses subclasses by default (a subclass may compute something else); this
-        # one computes Dense's output in every mode.
+        # Keras quantizes only its own Dense (a subclass could change `call`). A quantized
+        # layer runs Keras' `quantized_call`, never the `call` above: quantizing is Keras',
+        # and int8's calls go to `_int8_call` below.
         del type_check
         super().quantize(mode, type_check=False, config=config)
         if mode == "int8":
             self._update_column_sums()
 
+    @property
+    def lora_scale(self):
+        """``lora_alpha / rank``, what the factors' product is multiplied by."""
+        return self.lora_alpha / self.lora_rank
+
+    def merged_kernel(self):
+        """The kernel with the LoRA update folded in, ``W + scale * A @ B`` (float32, in the
+        kernel's dtype), as a tensor; the kernel itself without LoRA."""
+        if not self.lora_enabled:
+            return ops.convert_to_tensor(self._kernel)
+        delta = ops.matmul(self.lora_kernel_a.value, self.lora_kernel_b.value)
+        merged = ops.add(ops.cast(self._kernel.value, "float32"),
+                         ops.multiply(self.lora_scale, delta))
+        return ops.cast(merged, self._kernel.dtype)
+
+    def merge_lora(self):
+        """Folds the LoRA update into the kernel (``W <- W + scale * A @ B``) and removes the
+        factors: the same outputs from one plain matmul. The kernel keeps its ``trainable``
+        flag (frozen, as LoRA left it). ValueError when LoRA is not enabled or the layer is
+        quantized."""
+        if not self.lora_enabled:
+            raise ValueError(f"Dense '{self.name}': LoRA is not enabled, nothing to merge.")
+        if self.quantization_mode is not None:
+            raise ValueError(f"Dense '{self.name}': merging LoRA into a "
+                             f"{self.quantization_mode}-quantized kernel is not supported.")
+        self._kernel.assign(self.merged_kernel())
+        del self.lora_kernel_a  # Layer.__delattr__ untracks the variables
+        del self.lora_kernel_b
+        self.lora_enabled = False
+        self.lora_rank = None
+        self.lora_alpha = None
+
+    # ------------------------------------------------------------ saving
+    def _lora_variables(self):
+        variables = [self._kernel] + ([self.bias] if self.bias is not None else [])
+        return variables, [self.lora_kernel_a, self.lora_kernel_b]
+
+    def save_own_variables(self, store):
+        if not self.lora_enabled or self.quantization_mode is not None:
+            return super().save_own_variables(store)
+        base, factors = self._lora_variables()
+        for i, variable in enumerate(base + factors):
+            store[str(i)] = variable
+
+    def load_own_variables(self, store):
+        if not self.lora_enabled or self.quantization_mode is not None:
+            super().load_own_variables(store)
+            if self.quantization_mode == "int8" and self.built:
+                self._update_column_sums()
+            return
+        base, factors = self._lora_variables()
+        count = len(store.keys())
+        if count not in (len(base), len(base) + len(factors)):
+            raise ValueError(
+                f"Dense '{self.name}' with LoRA takes {len(base)} saved variables (kernel"
+                f"{', bias' if self.bias is not None else ''}) or {len(base) + 2} (with the "
+                f"LoRA factors), but the file holds {count}.")
+        variables = (base + factors)[:count]
+        for i, variable in enumerate(variables):
+            value = store[str(i)]
+            if tuple(value.shape) != tuple(variable.shape):
+                raise ValueError(
+                    f"Dense '{self.name}': the saved {variable.name} has shape "
+                    f"{tuple(value.shape)}, the layer's is {tuple(variable.shape)} (a LoRA "
+                    "file of another rank?).")
+            variable.assign(value)
+        if count == len(base):  # a kernel saved without LoRA: no update on top of it yet
+            self.lora_kernel_b.assign(ops.zeros(self.lora_kernel_b.shape))
+
+    # ------------------------------------------------------------ int8
     def _int8_build(self, kernel_shape, config=None):
         super()._int8_build(kernel_shape, config)
         self.kernel_column_sums = self.add_weight(
@@ -78,11 +186,6 @@ class Dense(keras.layers.Dense):
                 f"Layer '{self.name}' expected {len(own)} variables, but received "
                 f"{len(store.keys())} variables during loading. Expected: "
                 f"{[v.name for v in own]}")
-
-    def load_own_variables(self, store):
-        super().load_own_variables(store)
-        if self.quantization_mode == "int8" and self.built:
-            self._update_column_sums()
 
     def int8_kernel_applies(self, training=None):
         """Whether an inference call runs on the int8 kernel (see the class docstring)."""
@@ -114,7 +217,7 @@ class Dense(keras.layers.Dense):
             if isinstance(x, int8.Quantized):
                 raise ValueError(f"{self.name} has LoRA enabled: pass the float input")
             lora = tf.matmul(tf.matmul(x, self.lora_kernel_a), self.lora_kernel_b)
-            y = y + (self.lora_alpha / self.lora_rank) * lora
+            y = y + self.lora_scale * lora
         if own is not None:
             y = own(y)
         elif activation is not None:

@@ -26,10 +26,12 @@ class TransformerBlock(keras.layers.Layer):
 
     The block calls its Dense and LayerNormalization sublayers, so Keras features that act on
     them (``enable_lora``, ``quantize``) change what it computes; their names and
-    ``canonical_variables()`` are Google's. For speed every projection runs as a 2-D matmul
-    over all ``batch * seq`` tokens (TensorFlow's oneDNN rewrite fuses the matmul with its
-    bias and with the GELU of the intermediate layer), and the attention scores are written
-    as ``matmul * scale + mask_bias``, which it fuses into one batched matmul in float32.
+    ``canonical_variables()`` are Google's. The projections are `keras_bert.layers.dense.Dense`
+    (Keras' `Dense` whose LoRA factors save as they are and merge into the kernel). For speed
+    every projection runs as a 2-D matmul over all ``batch * seq`` tokens (TensorFlow's
+    oneDNN rewrite fuses the matmul with its bias and with the GELU of the intermediate
+    layer), and the attention scores are written as ``matmul * scale + mask_bias``, which it
+    fuses into one batched matmul in float32.
     While training, the element-wise chains between the matmuls (softmax and dropout of the
     attention probabilities; dropout, residual sum and LayerNorm; GELU), and their
     gradients, run as small XLA-compiled kernels (`keras_bert.layers.fused`), the same math.
@@ -162,7 +164,9 @@ class TransformerBlock(keras.layers.Layer):
         scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
         if scale != 1.0:
             scores = scores * scale
-        scores = scores + mask_bias[:, tf.newaxis, tf.newaxis, :]
+        # (A reshape, not [:, tf.newaxis, tf.newaxis, :]: LiteRT has no builtin for a
+        # strided slice that adds axes.)
+        scores = scores + tf.reshape(mask_bias, [batch, 1, 1, seq])
         if self._fused(training):
             probs = fused.softmax_dropout(scores, self.attention_probs_dropout, training,
                                           self.compute_dtype)

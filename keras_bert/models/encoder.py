@@ -9,7 +9,7 @@ from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
-from keras_bert.models import memory, quantization
+from keras_bert.models import lora, memory, quantization
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
 from keras_bert import checks
@@ -162,6 +162,7 @@ class BertEncoder(PresetMixin, keras.Model):
         self.vocab_path = None
         self.do_lower_case = None
         self.preset_name = None
+        self._lora_state = None  # enable_lora's rank, lora_alpha and targets
 
     # ------------------------------------------------------------ outputs at some positions
     def __call__(self, inputs, *args, output_positions=None, **kwargs):
@@ -301,8 +302,11 @@ class BertEncoder(PresetMixin, keras.Model):
         return out
 
     def get_canonical_weights(self):
-        """A dict of numpy arrays keyed by Google checkpoint variable names."""
-        return {name: np.asarray(var.numpy()) for name, var in self.canonical_variables().items()}
+        """A dict of numpy arrays keyed by Google checkpoint variable names (with LoRA
+        enabled, the kernels with the LoRA update merged in: what the model computes)."""
+        merged = lora.merged_kernels(self)
+        return {name: merged[id(var)] if id(var) in merged else np.asarray(var.numpy())
+                for name, var in self.canonical_variables().items()}
 
     def set_canonical_weights(self, weights, source="weights"):
         """Assigns a dict keyed by Google variable names; checks every name and shape first.
@@ -311,24 +315,67 @@ class BertEncoder(PresetMixin, keras.Model):
         """
         weights_lib.assign(self.canonical_variables(), weights, source=source)
 
+    # ------------------------------------------------------------ LoRA
+    def enable_lora(self, rank, target_layer_names=None, lora_alpha=None):
+        """LoRA, as keras-hub's ``Backbone.enable_lora``: freezes every weight of the
+        encoder and gives the ``target_layer_names`` projections of every transformer block
+        trainable factors of rank ``rank`` (`keras_bert.models.lora`).
+
+        Args:
+            rank: the factors' inner dimension, a positive int (4, 8, 16 are usual).
+            target_layer_names: the projections: ``query``, ``key``, ``value``,
+                ``attention_output``, ``intermediate``, ``output``. Default: ``query``,
+                ``value``.
+            lora_alpha: the update is scaled by ``lora_alpha / rank``; default ``rank``.
+        """
+        self._lora_state = lora.enable(self, rank, target_layer_names, lora_alpha)
+        lora.reset_functions(self)
+
+    @property
+    def lora_config(self):
+        """``{"rank", "lora_alpha", "target_layer_names"}`` of ``enable_lora``, or None."""
+        state = self._lora_state
+        return None if state is None else {**state, "target_layer_names": list(
+            state["target_layer_names"])}
+
+    def save_lora_weights(self, filepath):
+        """Writes the LoRA factors alone to ``filepath`` (a ``.lora.h5`` file; local,
+        ``gs://``); ``load_lora_weights`` reads them onto the same preset."""
+        return lora.save(self, filepath)
+
+    def load_lora_weights(self, filepath):
+        """Loads a file of ``save_lora_weights``, enabling LoRA as it says when it is not
+        enabled yet; ValueError naming what differs for another model's or rank's file."""
+        lora.load(self, filepath)
+        lora.reset_functions(self)
+
+    def merge_lora(self):
+        """Folds each LoRA update into its kernel (``W + lora_alpha / rank * A @ B``) and
+        removes the factors: the same outputs, plain projections, for serving. The encoder
+        stays frozen."""
+        lora.merge(self)
+        self._lora_state = None
+        lora.reset_functions(self)
+
     # ------------------------------------------------------------ config
     def get_config(self):
-        return quantization.record(self, {
+        return lora.record(self, quantization.record(self, {
             "config": self.bert_config.to_dict(), "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            **self.preset_config()})
+            **self.preset_config()}))
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         preset_state = cls.pop_preset_config(config)
         quantized = config.pop(quantization.CONFIG_KEY, None)
+        lora_state = config.pop(lora.CONFIG_KEY, None)
         if "dtype" in config and isinstance(config["dtype"], dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         model = cls(**config)
         model.set_preset_config(preset_state)
-        return quantization.quantize_again(model, quantized)
+        return lora.enable_again(quantization.quantize_again(model, quantized), lora_state)
 
 
 def _bool_as_int(x, name):

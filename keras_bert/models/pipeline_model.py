@@ -9,6 +9,14 @@ subclass supplies the hooks: ``preprocess_samples`` (the one that packs a batch;
 ``check_labels_in_graph`` and ``token_labels``; `keras_bert.models.task_data` holds the
 helpers on plain data.
 
+No inputs and empty inputs are the same on every input path (texts in any form, pairs,
+packed dicts, a `tf.data.Dataset`): ``x=None`` is a `TaskInputError` naming the method;
+``fit``, ``evaluate``, ``train_on_batch`` and ``test_on_batch`` on no examples are a
+`TaskInputError` (there is nothing to train on or score), and so are missing labels where
+the task needs them; ``predict`` and ``predict_on_batch`` on no examples return what they
+return for a batch, with 0 rows (``(0, num_classes)`` for a classifier, a dict of such
+arrays for a task with several outputs), as TF Serving answers an empty batch.
+
 Example (what `Task` adds on top is the encoder, the head and compile's defaults):
 
 >>> from keras_bert.models.pipeline_model import PipelineModel
@@ -50,6 +58,10 @@ class PipelineModel(keras.Model):
     # the text needs. Per-token outputs keep seq_length, so that the batches concatenate.
     trim_predictions = False
     preprocessor = None
+    # What fit/evaluate/predict take, for the error messages.
+    accepted_inputs = task_data.ACCEPTED_TEXT
+    # Whether the preprocessor makes the labels of raw text (masked LM: the masked ids).
+    preprocessor_makes_labels = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -85,13 +97,15 @@ class PipelineModel(keras.Model):
         """True when labels are per token (then trimmed with the inputs)."""
         return False
 
-    def _raw(self, x):
+    def _raw(self, x, method):
         """Whether ``x`` is raw text for the preprocessor (else packed ids for the model);
-        raises a clear error for inputs that are neither."""
+        raises a clear error for inputs that are neither, and for None (``method``: how the
+        message names the call, e.g. ``"predict()"``)."""
         if x is None:
-            return False
+            raise TaskInputError(f"{type(self).__name__}.{method} got x=None; pass "
+                                 f"{self.accepted_inputs}.")
         if isinstance(x, tf.data.Dataset):
-            x_spec = _unpack_element(x.element_spec)[0]
+            x_spec = task_data.unpack_element(x.element_spec)[0]
             text = any(s.dtype == tf.string for s in tf.nest.flatten(x_spec))
         elif isinstance(x, dict):
             text = False
@@ -101,13 +115,37 @@ class PipelineModel(keras.Model):
                 self.text_inputs(x)  # raises the task's own account of what it takes
                 raise TaskInputError(
                     f"{type(self).__name__} got {type(x).__name__} input that is not text: pass "
-                    f"{task_data.ACCEPTED_TEXT}.")
+                    f"{self.accepted_inputs}.")
         if text and self.preprocessor is None:
             raise TaskInputError(
                 f"{type(self).__name__} has no preprocessor (preprocessor=None), so it takes "
                 "packed inputs (a dict of input_word_ids, input_mask, input_type_ids), not text. "
                 "Set model.preprocessor, or pack the text with a BertPreprocessor first.")
         return text
+
+    def _check_data(self, x, y, raw, method):
+        """fit/evaluate (and their per-batch forms) need examples and, where the task's loss
+        needs them, labels: clear errors before Keras sees the data."""
+        name = f"{type(self).__name__}.{method}"
+        if isinstance(x, tf.data.Dataset):
+            if int(x.cardinality()) == 0:
+                raise TaskInputError(f"{name} got an empty dataset: it yields no batches.")
+        elif task_data.is_empty(x):
+            raise TaskInputError(f"{name} got no examples: x is an empty batch (0 rows).")
+        if y is not None or getattr(self, "loss", None) is None or (
+                raw and self.preprocessor_makes_labels):
+            return
+        if not isinstance(x, tf.data.Dataset):
+            raise TaskInputError(f"{name} needs labels: pass y (got y=None).")
+        if task_data.unpack_element(x.element_spec)[1] is None:
+            raise TaskInputError(f"{name} needs labels, but the dataset's elements hold inputs "
+                                 "only: make them (x, y) pairs.")
+
+    @staticmethod
+    def _unknown_length(x):
+        """Whether ``x`` is a dataset whose length tf.data cannot tell (it may be empty)."""
+        return (isinstance(x, tf.data.Dataset)
+                and int(x.cardinality()) == tf.data.UNKNOWN_CARDINALITY)
 
     def steps_per_epoch(self, num_examples, batch_size=32, shuffle=True):
         """How many batches ``fit`` makes of ``num_examples`` in-memory raw examples (the
@@ -134,7 +172,7 @@ class PipelineModel(keras.Model):
                         f"When x is a tf.data.Dataset, give {name} inside the dataset, not as "
                         "an argument."
                     )
-            x_spec = _unpack_element(x.element_spec)[0]
+            x_spec = task_data.unpack_element(x.element_spec)[0]
             if any(spec.shape.rank == 0 for spec in tf.nest.flatten(x_spec)):
                 raise TaskInputError("A tf.data.Dataset given to a task model must be batched "
                                      "(dataset.batch(32)), as Keras requires.")
@@ -151,7 +189,7 @@ class PipelineModel(keras.Model):
         if y is not None:
             self.check_labels(y)
         ds = tf.data.Dataset.from_tensor_slices(
-            keras.utils.pack_x_y_sample_weight(_one(texts), y, sample_weight))
+            keras.utils.pack_x_y_sample_weight(task_data.one_segment(texts), y, sample_weight))
         batch_size = batch_size or 32
         if shuffle:
             ds = ds.shuffle(max(n, 1), reshuffle_each_iteration=True)
@@ -172,7 +210,7 @@ class PipelineModel(keras.Model):
 
     def _preprocess_element(self, *element):
         """A batched dataset element of raw text -> the packed element (x, y, sample_weight)."""
-        x, y, sample_weight = _unpack_element(element[0] if len(element) == 1 else element)
+        x, y, sample_weight = task_data.unpack_element(element[0] if len(element) == 1 else element)
         x, y, sample_weight = self.preprocess_samples(x, y, sample_weight)
         if y is not None:
             y = self.check_labels_in_graph(y)
@@ -188,11 +226,11 @@ class PipelineModel(keras.Model):
         """In-memory raw text -> packed numpy inputs, through one traced function per input
         structure (so predict() on new texts of any count does not trace again)."""
         texts = self.text_inputs(x)
-        signature = tuple(_batch_free_spec(t) for t in texts)
+        signature = tuple(task_data.batch_free_spec(t) for t in texts)
         key = repr(signature)
         if key not in self._preprocess_functions:
             def run(*segments):
-                return self.preprocess_samples(_one(segments))[0]
+                return self.preprocess_samples(task_data.one_segment(segments))[0]
 
             self._preprocess_functions[key] = tf.function(run, input_signature=signature)
         fn = self._preprocess_functions[key]
@@ -207,21 +245,23 @@ class PipelineModel(keras.Model):
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
             validation_batch_size=None, validation_freq=1):
-        raw = self._raw(x)
+        raw = self._raw(x, "fit()")
+        self._check_data(x, y, raw, "fit()")
+        batches = task_data.BatchCounter() if self._unknown_length(x) else None
         if raw and validation_split:
             if isinstance(x, tf.data.Dataset):
                 raise TaskInputError("validation_split does not work with a tf.data.Dataset; "
                                      "pass validation_data.")
-            x, y, sample_weight, validation_data = _split(x, y, sample_weight, validation_split,
-                                                          self.text_inputs, self.labels)
+            x, y, sample_weight, validation_data = task_data.split_validation(
+                x, y, sample_weight, validation_split, self.text_inputs, self.labels)
             validation_split = 0.0
         steps = steps_per_epoch
         if raw:
-            x, batches = self._dataset(x, y, sample_weight, batch_size, shuffle, trim=True)
+            x, per_epoch = self._dataset(x, y, sample_weight, batch_size, shuffle, trim=True)
             y = sample_weight = batch_size = None
             shuffle = False  # done by the dataset, before batching
-            steps = steps or batches
-        elif steps is None and not isinstance(x, tf.data.Dataset) and x is not None:
+            steps = steps or per_epoch
+        elif steps is None and not isinstance(x, tf.data.Dataset):
             n = task_data.batch_size_of(x)
             steps = math.ceil(n * (1 - validation_split) / (batch_size or 32))
         elif steps is None and isinstance(x, tf.data.Dataset) and int(x.cardinality()) >= 0:
@@ -232,44 +272,92 @@ class PipelineModel(keras.Model):
             if raw_validation:
                 validation_batch_size = None
         self._plan_schedule(None if steps is None else steps * (epochs - initial_epoch))
-        return super().fit(
-            x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-            validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-            class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
+        history = super().fit(
+            x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+            callbacks=task_data.with_callback(callbacks, batches),
+            validation_split=validation_split, validation_data=validation_data,
+            shuffle=shuffle, class_weight=class_weight,
+            sample_weight=sample_weight, initial_epoch=initial_epoch,
             steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
             validation_batch_size=validation_batch_size, validation_freq=validation_freq)
+        if batches is not None and not batches.train and epochs > initial_epoch:
+            raise TaskInputError(f"{type(self).__name__}.fit() got an empty dataset: it yielded "
+                                 "no batches, so nothing was trained.")
+        return history
 
     def _validation(self, data, batch_size):
         """validation_data -> (what Keras gets, whether it was raw text)."""
+        what = "fit(validation_data=...)"
         if isinstance(data, tf.data.Dataset):
-            if self._raw(data):
+            raw = self._raw(data, what)
+            self._check_data(data, None, raw, what)
+            if raw:
                 return self._dataset(data, None, None, None, shuffle=False, trim=True)[0], True
             return data, False
         vx, vy, vsw = keras.utils.unpack_x_y_sample_weight(tuple(data))
-        if self._raw(vx):
+        raw = self._raw(vx, what)
+        self._check_data(vx, vy, raw, what)
+        if raw:
             return self._dataset(vx, vy, vsw, batch_size, shuffle=False, trim=True)[0], True
         return data, False
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  steps=None, callbacks=None, return_dict=False, **kwargs):
-        if self._raw(x):
+        if kwargs.get("_use_cached_eval_dataset"):  # fit's validation: checked by fit
+            return super().evaluate(x, y, batch_size=batch_size, verbose=verbose,
+                                    sample_weight=sample_weight, steps=steps,
+                                    callbacks=callbacks, return_dict=return_dict, **kwargs)
+        raw = self._raw(x, "evaluate()")
+        self._check_data(x, y, raw, "evaluate()")
+        batches = task_data.BatchCounter() if self._unknown_length(x) else None
+        if raw:
             x, _ = self._dataset(x, y, sample_weight, batch_size, shuffle=False, trim=True)
             y = sample_weight = batch_size = None
-        return super().evaluate(x, y, batch_size=batch_size, verbose=verbose,
-                                sample_weight=sample_weight, steps=steps, callbacks=callbacks,
-                                return_dict=return_dict, **kwargs)
+        result = super().evaluate(x, y, batch_size=batch_size, verbose=verbose,
+                                  sample_weight=sample_weight, steps=steps,
+                                  callbacks=task_data.with_callback(callbacks, batches),
+                                  return_dict=return_dict, **kwargs)
+        if batches is not None and not batches.test:
+            raise TaskInputError(f"{type(self).__name__}.evaluate() got an empty dataset: it "
+                                 "yielded no batches, so there is nothing to score.")
+        return result
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        if self._raw(x):
-            if isinstance(x, tf.data.Dataset):
-                x, _ = self._dataset(x, None, None, None, shuffle=False,
-                                     trim=self.trim_predictions)
-            else:
+        """Keras' ``predict`` on raw inputs too. No examples (an empty batch, a dataset that
+        yields nothing) give the outputs of a batch with 0 rows."""
+        raw = self._raw(x, "predict()")
+        if not isinstance(x, tf.data.Dataset):
+            if task_data.is_empty(x):
+                return self.predict_on_batch(x)
+            if raw:
                 x = self._preprocess_now(x)
                 if self.trim_predictions:
                     x, batch_size = self.trimmed_batches(x, batch_size or 32), None
-        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
-                               callbacks=callbacks)
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=callbacks)
+        if int(x.cardinality()) == 0:
+            return self._empty_predictions(x, raw)
+        batches = task_data.BatchCounter() if self._unknown_length(x) else None
+        data = x
+        if raw:
+            data, _ = self._dataset(x, None, None, None, shuffle=False,
+                                    trim=self.trim_predictions)
+        try:
+            return super().predict(data, batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=task_data.with_callback(callbacks, batches))
+        except UnboundLocalError:
+            # Keras' predict loop ends normally on a dataset that yields nothing, then fails
+            # to concatenate no outputs.
+            if batches is None or not batches.ended or batches.predict:
+                raise
+        return self._empty_predictions(x, raw)
+
+    def _empty_predictions(self, dataset, raw):
+        """The outputs of a batch of 0 rows of ``dataset``'s element type."""
+        x = task_data.zero_rows(task_data.unpack_element(dataset.element_spec)[0])
+        if raw:
+            x = self.preprocess_samples(x)[0]
+        return super().predict_on_batch(x)
 
     @staticmethod
     def trimmed_batches(packed, batch_size):
@@ -278,8 +366,10 @@ class PipelineModel(keras.Model):
         ds = tf.data.Dataset.from_tensor_slices(packed).batch(batch_size)
         return ds.map(lambda x: task_data.trim_padding(x)[0]).prefetch(tf.data.AUTOTUNE)
 
-    def _on_batch(self, x, y=None, sample_weight=None):
-        if not self._raw(x):
+    def _on_batch(self, x, y, sample_weight, method):
+        raw = self._raw(x, method)
+        self._check_data(x, y, raw, method)
+        if not raw:
             return x, y, sample_weight
         texts = self.text_inputs(x)
         y = None if y is None else self.labels(y)
@@ -287,66 +377,23 @@ class PipelineModel(keras.Model):
         task_data.check_same_length({"x": texts, "y": y, "sample_weight": sample_weight})
         if y is not None:
             self.check_labels(y)
-        return self.preprocess_samples(_one(texts), y, sample_weight)
+        return self.preprocess_samples(task_data.one_segment(texts), y, sample_weight)
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
-        x, y, sample_weight = self._on_batch(x, y, sample_weight)
+        x, y, sample_weight = self._on_batch(x, y, sample_weight, "train_on_batch()")
         return super().train_on_batch(x, y, sample_weight=sample_weight,
                                       class_weight=class_weight, return_dict=return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        x, y, sample_weight = self._on_batch(x, y, sample_weight)
+        x, y, sample_weight = self._on_batch(x, y, sample_weight, "test_on_batch()")
         return super().test_on_batch(x, y, sample_weight=sample_weight, return_dict=return_dict)
 
     def predict_on_batch(self, x):
-        if self._raw(x) and not isinstance(x, tf.data.Dataset):
+        """Keras' ``predict_on_batch`` on raw inputs too; an empty batch gives outputs with 0
+        rows."""
+        if self._raw(x, "predict_on_batch()") and not isinstance(x, tf.data.Dataset):
             x = self._preprocess_now(x)
             if self.trim_predictions:
                 x = task_data.trim_padding(x)[0]
         return super().predict_on_batch(x)
-
-
-def _split(x, y, sample_weight, fraction, text_inputs, labels):
-    """Keras' validation_split for raw text: the last ``fraction`` of the rows."""
-    texts = text_inputs(x)
-    n = int(texts[0].shape[0])
-    cut = int(n * (1 - fraction))
-
-    def head(v):
-        return None if v is None else tf.nest.map_structure(lambda a: a[:cut], v)
-
-    def tail(v):
-        return None if v is None else tf.nest.map_structure(lambda a: a[cut:], v)
-
-    y = None if y is None else labels(y)
-    sample_weight = task_data.labels_array(sample_weight, "sample_weight")
-    validation = keras.utils.pack_x_y_sample_weight(
-        tuple(tail(t) for t in texts) if len(texts) > 1 else tail(texts[0]), tail(y),
-        tail(sample_weight))
-    train = tuple(head(t) for t in texts) if len(texts) > 1 else head(texts[0])
-    return train, head(y), head(sample_weight), validation
-
-
-def _one(texts):
-    """A tuple of one text segment is that segment (the preprocessor's single-text form)."""
-    return texts[0] if len(texts) == 1 else tuple(texts)
-
-
-def _unpack_element(element):
-    """A dataset element (or its spec) -> (x, y, sample_weight), as Keras unpacks it, except
-    that a tuple of texts only is x itself: the segments of pairs, with no labels."""
-    if not isinstance(element, tuple):
-        return element, None, None
-    if all(getattr(leaf, "dtype", None) == tf.string for leaf in tf.nest.flatten(element)):
-        return element, None, None
-    return keras.utils.unpack_x_y_sample_weight(element)
-
-
-def _batch_free_spec(value):
-    """The type spec of a tensor with its batch dimension left open."""
-    shape = [None] + list(value.shape[1:])
-    if isinstance(value, tf.RaggedTensor):
-        return tf.RaggedTensorSpec(shape, value.dtype, ragged_rank=value.ragged_rank,
-                                   row_splits_dtype=value.row_splits.dtype)
-    return tf.TensorSpec(shape, value.dtype)

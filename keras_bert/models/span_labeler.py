@@ -4,6 +4,7 @@ import keras
 
 from keras_bert.layers.heads import check_class_ids, head_dtype
 from keras_bert.models.task import Task
+from keras_bert.text.packer import min_seq_length
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -45,6 +46,12 @@ class BertSpanLabeler(Task):
     preprocessor_defaults = {"truncator": "waterfall"}
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
+        seq_length = getattr(preprocessor, "seq_length", None)
+        if seq_length is not None and seq_length < min_seq_length(2):
+            raise ValueError(
+                f"BertSpanLabeler packs (question, context) pairs, [CLS] q [SEP] c [SEP]: its "
+                f"preprocessor's seq_length must be at least {min_seq_length(2)}, got "
+                f"{seq_length}")
         # The pooler is not used here: freeze it, as it gets no gradients.
         encoder.pooler.trainable = False
         inputs = encoder.input

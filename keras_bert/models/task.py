@@ -6,7 +6,7 @@ import keras
 
 from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.optimizers import optimization
-from keras_bert.models import quantization, task_presets
+from keras_bert.models import lora, quantization, task_presets
 from keras_bert.models.pipeline_model import PipelineModel
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.presets.preset_loader import task_from_preset
@@ -14,6 +14,10 @@ from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 
 DEFAULT_LEARNING_RATE = 5e-5
+# The peak learning rate of compile()'s default with LoRA enabled: the factors start at zero
+# and are few, and take rates ten times a full fine-tuning's (the LoRA paper's 4e-4 to 5e-4
+# for RoBERTa-base on GLUE).
+DEFAULT_LORA_LEARNING_RATE = 5e-4
 DEFAULT_WARMUP_RATIO = 0.1
 
 # The writers of the export formats keras_bert adds to Keras' own ({format: writer(model,
@@ -43,10 +47,10 @@ class Task(PipelineModel):
       and so does everything when ``preprocessor`` is None. In training and evaluation each
       batch is cut to its longest sequence (rounded up to 8), which changes no result.
     * ``compile()`` defaults: the original BERT fine-tuning recipe (AdamW, weight decay 0.01
-      except LayerNorm and biases, gradients clipped to norm 1.0, learning rate 5e-5 warmed up
-      over the first 10% of the steps, then decayed linearly to 0 at the last step of ``fit``;
-      each later ``fit`` call extends the decay to its own last step), and the subclass's loss
-      and metrics.
+      except LayerNorm and biases, gradients clipped to norm 1.0, learning rate 5e-5 (5e-4
+      with LoRA enabled) warmed up over the first 10% of the steps, then decayed linearly to
+      0 at the last step of ``fit``; each later ``fit`` call extends the decay to its own last
+      step), and the subclass's loss and metrics.
     * a complete ``get_config`` (encoder, preprocessor, head arguments), so the model
       round-trips through ``.keras`` with its vocabulary and takes raw strings after loading.
 
@@ -108,13 +112,20 @@ class Task(PipelineModel):
         """Keras' ``compile``; ``"auto"`` picks the BERT recipe and the task's loss/metrics."""
         self._auto_schedule = optimizer == "auto"
         if self._auto_schedule:
-            schedule = optimization.LinearWarmupDecay(DEFAULT_LEARNING_RATE, num_train_steps=1)
+            schedule = optimization.LinearWarmupDecay(self.default_learning_rate(),
+                                                      num_train_steps=1)
             optimizer = optimization.AdamW(learning_rate=schedule)
         if loss == "auto":
             loss = self.default_loss()
         if metrics == "auto":
             metrics = self.default_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def default_learning_rate(self):
+        """The peak learning rate of ``compile()``'s default optimizer:
+        ``DEFAULT_LEARNING_RATE`` (5e-5), or ``DEFAULT_LORA_LEARNING_RATE`` (5e-4) with LoRA
+        enabled."""
+        return DEFAULT_LORA_LEARNING_RATE if self.lora_config else DEFAULT_LEARNING_RATE
 
     def compile_from_config(self, config):
         # Keras' own restoration (it skips models whose compile() is overridden); a saved
@@ -143,11 +154,84 @@ class Task(PipelineModel):
             schedule.num_warmup_steps = int(round(DEFAULT_WARMUP_RATIO * steps))
         self.train_function = None  # the schedule's numbers are baked into the traced step
 
+    # ------------------------------------------------------------------ saving
+    def save(self, filepath, overwrite=True, zipped=None, include_optimizer=True, **kwargs):
+        """Keras' ``save``, with tf.keras' ``include_optimizer`` for ``.keras`` files too
+        (Keras 3 honours it for ``.h5`` only). ``include_optimizer=False`` leaves out the
+        optimizer's state and the compile arguments: the file holds the weights, the config
+        and the vocabulary, about the model's own size (an AdamW state is twice the weights),
+        and loads without warnings, compiled with the defaults of ``compile()`` and a fresh
+        optimizer. Keep it (the default) to resume training where it stopped."""
+        if include_optimizer or not self.compiled or str(filepath).endswith((".h5", ".hdf5")):
+            return super().save(filepath, overwrite=overwrite, zipped=zipped,
+                                include_optimizer=include_optimizer, **kwargs)
+        # Keras saves the optimizer it finds on the model, and the compile arguments while
+        # the model is compiled: hide both while it writes.
+        optimizer = self.optimizer
+        try:
+            self.optimizer, self.compiled = None, False
+            return super().save(filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+        finally:
+            self.optimizer, self.compiled = optimizer, True
+
     # ------------------------------------------------------------------ head
     def head_variables(self):
         """The head's weights: ``{name in Google's checkpoints: (variable, transposed)}``
         (``transposed``: Google stores the kernel as [out, in])."""
         return {}
+
+    # ------------------------------------------------------------------ LoRA
+    def enable_lora(self, rank, target_layer_names=None, lora_alpha=None):
+        """LoRA on the encoder (`BertEncoder.enable_lora`: every encoder weight frozen,
+        trainable low-rank factors on the ``target_layer_names`` projections, default
+        ``query`` and ``value``); the head stays trainable. A model compiled with the
+        default optimizer is compiled again with the LoRA learning rate
+        (``DEFAULT_LORA_LEARNING_RATE``); one whose optimizer has trained gets a fresh copy
+        of it (its state belonged to the weights that trained before)."""
+        if not hasattr(self.encoder, "enable_lora"):
+            raise TypeError(f"{type(self).__name__}: LoRA needs a BertEncoder; this model's "
+                            f"encoder is a {type(self.encoder).__name__}.")
+        self.encoder.enable_lora(rank, target_layer_names, lora_alpha=lora_alpha)
+        self._lora_changed()
+
+    @property
+    def lora_config(self):
+        """The encoder's LoRA (``{"rank", "lora_alpha", "target_layer_names"}``) or None."""
+        return getattr(self.encoder, "lora_config", None)
+
+    def save_lora_weights(self, filepath):
+        """Writes what LoRA trains, the encoder's factors and the head, to ``filepath`` (a
+        ``.lora.h5`` file; local, ``gs://``): ``load_lora_weights`` puts them back onto a
+        fresh ``from_preset`` model of the same preset."""
+        return lora.save(self, filepath)
+
+    def load_lora_weights(self, filepath):
+        """Loads a file of ``save_lora_weights`` (factors and head), enabling LoRA as the
+        file says when it is not enabled yet. ValueError naming what differs for a file of
+        another task, architecture, rank, alpha, targets or head shape."""
+        lora.load(self, filepath)  # (enable_lora, when it enables, compiles anew)
+        lora.reset_functions(self)
+
+    def merge_lora(self):
+        """Folds the LoRA factors into the encoder's kernels (`BertEncoder.merge_lora`):
+        the same outputs from plain projections, for serving or ``save_to_preset``."""
+        self.encoder.merge_lora()
+        self._lora_changed()
+
+    def _lora_changed(self):
+        """The trainable weights changed: fresh traced functions, and an optimizer that
+        knows the new ones (Keras' refuses variables it was not built with)."""
+        lora.reset_functions(self)
+        if not getattr(self, "compiled", False):
+            return
+        args = dict(self._compile_config.config)
+        if self._auto_schedule:
+            args["optimizer"] = "auto"
+        elif self.optimizer.built:
+            args["optimizer"] = type(self.optimizer).from_config(self.optimizer.get_config())
+        else:
+            return
+        self.compile(**args)
 
     # ------------------------------------------------------------------ export
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
@@ -159,11 +243,20 @@ class Task(PipelineModel):
         (``pairs``, ``label_names``, ``top_k``, ``max_answer_length``) and the signatures:
         `keras_bert.export.export_model`. Returns the export's path.
 
-        Other formats (``"onnx"``, ``"openvino"``, ``"litert"``) are Keras' own exports of
-        the model on packed inputs. Raises `keras_bert.export.ExportError` (a
-        ``ValueError``) for an ``input_signature`` with ``"tf_saved_model"``: its
-        signatures are fixed (text and ids).
+        ``format="litert"``: a LiteRT ``.tflite`` with the tokenizer inside, float32 or
+        int8 (``quantize="int8"``), for `BertClassifier` and `BertMultipleChoice`
+        (`keras_bert.export.export_litert`). Other formats (``"onnx"``, ``"openvino"``) are
+        Keras' own exports of the model on packed inputs. Raises
+        `keras_bert.export.ExportError` (a ``ValueError``) for an ``input_signature`` with
+        ``"tf_saved_model"`` or ``"litert"``: their signatures are fixed (text and ids).
+        A model with LoRA enabled exports a copy with the factors merged into the kernels
+        (`merge_lora`): the same outputs, plain projections; the model itself keeps its
+        factors.
         """
+        model = lora.merged_copy(self) if self.lora_config else self
+        if model is not self:  # the factors folded into the kernels: plain projections
+            return model.export(filepath, format=format, verbose=verbose,
+                                input_signature=input_signature, **kwargs)
         writer = EXPORTERS.get(format)
         if writer is None:
             return super().export(filepath, format=format, verbose=verbose,

@@ -6,7 +6,9 @@ Hugging Face's list of pairs ``[[a, b], ...]``, or a `tf.data.Dataset` of any of
 module turns them into string tensors (`text_segments`), slices them with labels and sample
 weights into a batched `tf.data` pipeline, and (for training and evaluation) trims each
 batch's padding to its longest sequence (`trim_padding`), which changes no result: padded
-positions get no attention and no loss.
+positions get no attention and no loss. It tells an empty batch (`is_empty`), makes one of a
+dataset's element type (`zero_rows`), and counts the batches Keras ran (`BatchCounter`), so
+that no inputs behave the same on every path.
 """
 
 import numbers
@@ -28,6 +30,12 @@ ACCEPTED_TEXT = (
     "input_type_ids), or a tf.data.Dataset of these"
 )
 
+ACCEPTED_WORDS = (
+    "a batch of word lists ([['Paris', 'is', 'big'], ...]), texts (split on whitespace), a "
+    "ragged tf.string tensor [batch, (words)], a dict of packed inputs (input_word_ids, "
+    "input_mask, input_type_ids), or a tf.data.Dataset of these"
+)
+
 
 def _is_text_leaf(value):
     if isinstance(value, (str, bytes)):
@@ -44,10 +52,38 @@ def _is_text_leaf(value):
 
 
 def is_text(x):
-    """Whether ``x`` (not a dataset) is raw text rather than packed ids."""
+    """Whether ``x`` (not a dataset) is raw text rather than packed ids. An empty batch (an
+    empty list or tuple, a numpy array or pandas column of no rows) counts as text."""
     if isinstance(x, dict):
         return False
-    return _is_text_leaf(x)
+    return _is_text_leaf(x) or (is_empty(x) and not isinstance(x, (tf.Tensor, tf.RaggedTensor)))
+
+
+def is_empty(x):
+    """Whether in-memory inputs (not a dataset) hold no examples: a batch of 0 rows (every
+    segment of a text tuple, every packed input)."""
+    if isinstance(x, dict):
+        return bool(x) and all(is_empty(v) for v in x.values())
+    if isinstance(x, tuple) and x:
+        return all(is_empty(segment) for segment in x)
+    if isinstance(x, (list, tuple)):
+        return len(x) == 0
+    shape = getattr(x, "shape", None)
+    return shape is not None and len(shape) > 0 and shape[0] == 0
+
+
+def zero_rows(spec):
+    """A batch of no rows with the type of a batched (nested) dataset element spec: what an
+    empty dataset would have yielded. Unknown inner dimensions are 1."""
+    def one(s):
+        shape = [0] + [1 if d is None else d for d in s.shape[1:]]
+        if isinstance(s, tf.RaggedTensorSpec):
+            return tf.RaggedTensor.from_tensor(tf.zeros(shape, s.dtype),
+                                               ragged_rank=s.ragged_rank,
+                                               row_splits_dtype=s.row_splits_dtype)
+        return tf.zeros(shape, s.dtype)
+
+    return tf.nest.map_structure(one, spec)
 
 
 def _string_tensor(value, what):
@@ -83,6 +119,8 @@ def _is_list_of_pairs(x):
 
 def text_segments(x):
     """Raw text in any accepted form -> tuple of tf.string tensors, one per segment."""
+    if isinstance(x, tuple) and not x:
+        x = []  # an empty tuple: an empty batch, as []
     if _is_list_of_pairs(x):
         lengths = sorted({len(item) for item in x})
         if len(lengths) > 1 or lengths[0] not in (2, 3):
@@ -113,7 +151,7 @@ def word_lists(x):
             raise TaskInputError(f"Words must be a ragged tf.string tensor [batch, (words)]; got "
                                  f"{x.dtype.name} of rank {x.shape.rank}.")
         return x
-    if isinstance(x, tuple):
+    if isinstance(x, tuple) and x:
         raise TaskInputError(
             "A tagging model labels the words of single texts; a tuple is the sentence-pair "
             "form (texts_a, texts_b), which it does not take. Pass a list of word lists, "
@@ -236,3 +274,94 @@ def sorted_batches(element, batch_size):
     order = tf.argsort(lengths, stable=True)
     ordered = tf.nest.map_structure(lambda t: tf.gather(t, order), element)
     return tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size)
+
+
+# ---- fit/evaluate/predict plumbing on plain data (the PipelineModel's helpers)
+class BatchCounter(keras.callbacks.Callback):
+    """Counts the batches fit, evaluate or predict ran, and whether predict's loop ended: a
+    dataset of unknown length may turn out empty.
+
+    >>> counter = BatchCounter()
+    >>> counter.on_predict_batch_end(0)
+    >>> counter.predict, counter.ended
+    (1, False)
+    """
+
+    async_safe = True  # keeps Keras' asynchronous dispatch of the batch hooks
+
+    def __init__(self):
+        super().__init__()
+        self.train = self.test = self.predict = 0
+        self.ended = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.train += 1
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.test += 1  # (in fit, the validation's batches)
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self.predict += 1
+
+    def on_predict_end(self, logs=None):
+        self.ended = True
+
+
+def with_callback(callbacks, extra):
+    """``callbacks`` with ``extra`` added (None: unchanged)."""
+    if extra is None:
+        return callbacks
+    if isinstance(callbacks, keras.callbacks.CallbackList):
+        callbacks.append(extra)
+        return callbacks
+    return list(callbacks or []) + [extra]
+
+
+def split_validation(x, y, sample_weight, fraction, text_inputs, labels):
+    """Keras' validation_split for raw text: the last ``fraction`` of the rows, as
+    ``(x, y, sample_weight, validation_data)``; TaskInputError when a side is left empty."""
+    texts = text_inputs(x)
+    n = int(texts[0].shape[0])
+    cut = int(n * (1 - fraction))
+    if cut == 0 or cut == n:
+        raise TaskInputError(
+            f"validation_split={fraction} of {n} examples leaves {cut} to train on and "
+            f"{n - cut} to validate on; both need at least one.")
+
+    def head(v):
+        return None if v is None else tf.nest.map_structure(lambda a: a[:cut], v)
+
+    def tail(v):
+        return None if v is None else tf.nest.map_structure(lambda a: a[cut:], v)
+
+    y = None if y is None else labels(y)
+    sample_weight = labels_array(sample_weight, "sample_weight")
+    validation = keras.utils.pack_x_y_sample_weight(
+        tuple(tail(t) for t in texts) if len(texts) > 1 else tail(texts[0]), tail(y),
+        tail(sample_weight))
+    train = tuple(head(t) for t in texts) if len(texts) > 1 else head(texts[0])
+    return train, head(y), head(sample_weight), validation
+
+
+def one_segment(texts):
+    """A tuple of one text segment is that segment (the preprocessor's single-text form)."""
+    return texts[0] if len(texts) == 1 else tuple(texts)
+
+
+def unpack_element(element):
+    """A dataset element (or its spec) -> (x, y, sample_weight), as Keras unpacks it, except
+    that a tuple of texts only is x itself: the segments of pairs, with no labels."""
+    if not isinstance(element, tuple):
+        return element, None, None
+    if all(getattr(leaf, "dtype", None) == tf.string for leaf in tf.nest.flatten(element)):
+        return element, None, None
+    return keras.utils.unpack_x_y_sample_weight(element)
+
+
+def batch_free_spec(value):
+    """The type spec of a tensor with its batch dimension left open."""
+    shape = [None] + list(value.shape[1:])
+    if isinstance(value, tf.RaggedTensor):
+        return tf.RaggedTensorSpec(shape, value.dtype, ragged_rank=value.ragged_rank,
+                                   row_splits_dtype=value.row_splits.dtype)
+    return tf.TensorSpec(shape, value.dtype)

@@ -83,6 +83,8 @@ class BertTokenClassifier(Task):
             metrics = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
+    accepted_inputs = task_data.ACCEPTED_WORDS
+
     def text_inputs(self, x):
         return (task_data.word_lists(x),)
 

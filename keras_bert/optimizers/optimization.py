@@ -113,6 +113,14 @@ class _NoDecayMixin:
         return schedule if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule) \
             else None
 
+    def load_own_variables(self, store):
+        # A model saved without its optimizer state (Task.save(include_optimizer=False))
+        # has none to load: the optimizer starts afresh, which is no cause for Keras' warning
+        # that the variable counts differ.
+        if not len(store.keys()):
+            return
+        super().load_own_variables(store)
+
     def _no_decay_config(self, config):
         config["exclude_from_weight_decay"] = list(self.no_decay)
         return config

@@ -6,6 +6,13 @@ dtypes) until the batch holds ``max_batch_size`` rows or ``batch_timeout_micros`
 since the oldest was queued, runs the model once on the concatenation and hands each request
 its own rows of the outputs. With the default timeout of 0 a batch is whatever queued up while
 the batch threads were busy: no request waits for company that is not there.
+
+One addition to TF Serving's scheduler (``group_by_length``, on by default): requests with
+text inputs join only requests whose longest text falls in the same length class (UTF-8
+bytes: up to 16, 32, 64, 128, ...). keras_bert's serving signatures pad each batch to its
+longest sequence, so a batch of short texts costs what short texts cost; one long text
+among them would make every row pay for its length. Requests of ids (no text) batch as
+before: their sequence length is part of their shape, which must match anyway.
 """
 
 import collections
@@ -32,6 +39,9 @@ class BatchingOptions:
       allowed_batch_sizes: if given, each batch is padded (with copies of its first row,
         dropped from the answers) up to the next of these sizes; the last must equal
         ``max_batch_size``.
+      group_by_length: requests with text inputs share a batch only with requests whose
+        longest text is in the same length class (`length_class`); keras_bert's addition,
+        not one of TF Serving's parameters.
 
     Example:
 
@@ -48,6 +58,7 @@ class BatchingOptions:
     max_enqueued_batches: int = 10
     num_batch_threads: int = 0  # 0: os.cpu_count()
     allowed_batch_sizes: tuple = ()
+    group_by_length: bool = True
 
     def __post_init__(self):
         for name, low in (("max_batch_size", 1), ("batch_timeout_micros", 0),
@@ -63,21 +74,50 @@ class BatchingOptions:
             if sizes[-1] != self.max_batch_size:
                 raise ValueError(f"allowed_batch_sizes must end with max_batch_size="
                                  f"{self.max_batch_size}, got {sizes}")
+        if not isinstance(self.group_by_length, bool):
+            raise ValueError(f"group_by_length must be True or False, got "
+                             f"{self.group_by_length!r}")
 
     @property
     def threads(self):
         return self.num_batch_threads or os.cpu_count() or 1
 
 
+def length_class(inputs):
+    """The length class of a request: 0 for texts of at most 16 UTF-8 bytes, then one more
+    for every doubling (17-32 bytes: 1, 33-64: 2, ...), by its longest text; None for a
+    request without text inputs.
+
+    >>> import numpy as np
+    >>> length_class({"text": np.array([b"short", b"a little longer, still"])})
+    1
+    >>> length_class({"input_word_ids": np.zeros((2, 8), "int32")}) is None
+    True
+    """
+    longest = None
+    for value in inputs.values():
+        if value.dtype.kind in "SOU" and value.size:
+            n = max(len(v) for v in value.flat)
+            longest = n if longest is None else max(longest, n)
+        elif value.dtype.kind in "SOU":
+            longest = longest or 0
+    if longest is None:
+        return None
+    return max(0, (longest - 1) // 16).bit_length()
+
+
 class _Task:
     __slots__ = ("inputs", "rows", "key", "queued", "done", "result", "error", "abandoned")
 
-    def __init__(self, inputs, rows):
+    def __init__(self, inputs, rows, group_by_length=False):
         self.inputs = inputs
         self.rows = rows
         # Requests can share a batch when they have the same inputs with the same dtypes and
-        # the same shape past the batch dimension.
+        # the same shape past the batch dimension (and, grouping by length, texts of the
+        # same length class).
         self.key = tuple(sorted((name, a.dtype.str, a.shape[1:]) for name, a in inputs.items()))
+        if group_by_length:
+            self.key += (length_class(inputs),)
         self.queued = time.monotonic()
         self.done = threading.Event()
         self.result = self.error = None
@@ -139,7 +179,7 @@ class Batcher:
             raise invalid(f"Task size {rows} is larger than maximum input batch size {limit} "
                           f"(the batching max_batch_size): send at most {limit} rows per "
                           "request")
-        task = _Task(inputs, rows)
+        task = _Task(inputs, rows, self.options.group_by_length)
         with self._cond:
             if self._stopped:
                 raise ServingError("UNAVAILABLE", f"{self.name} has stopped")

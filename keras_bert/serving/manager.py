@@ -20,7 +20,7 @@ import threading
 
 from keras_bert import storage
 from keras_bert.serving.errors import ServerConfigError, ServingError, invalid, not_found
-from keras_bert.serving.servable import Servable, has_saved_model
+from keras_bert.serving.servable import Servable, has_saved_model, has_tflite_model
 
 log = logging.getLogger("keras_bert.serving")
 
@@ -88,6 +88,9 @@ class ModelManager:
       poll_wait_seconds: seconds between looks at the base paths; 0 looks once at start, a
         negative value never (TF Serving's ``--file_system_poll_wait_seconds``).
       max_request_batch: most rows one request may have (0: no limit).
+      prefer_tflite_model: serve a version's ``model.tflite`` (a LiteRT model) when it has
+        one, else its SavedModel (TF Serving's ``--prefer_tflite_model``).
+      num_tflite_pools: LiteRT interpreters per version that run at once.
 
     Example (`keras_bert.serving.ModelServer` wraps one; see there for requests):
 
@@ -100,7 +103,8 @@ class ModelManager:
     keras_bert.serving.errors.ServerConfigError: model 'm': no version directory ...
     """
 
-    def __init__(self, models, batching=None, poll_wait_seconds=1.0, max_request_batch=0):
+    def __init__(self, models, batching=None, poll_wait_seconds=1.0, max_request_batch=0,
+                 prefer_tflite_model=False, num_tflite_pools=1):
         names = [m.name for m in models]
         if not names:
             raise ServerConfigError("no model to serve")
@@ -110,6 +114,8 @@ class ModelManager:
         self.batching = batching
         self.poll_wait_seconds = poll_wait_seconds
         self.max_request_batch = max_request_batch
+        self.prefer_tflite_model = prefer_tflite_model
+        self.num_tflite_pools = num_tflite_pools
         self._lock = threading.Lock()
         self._poll_lock = threading.Lock()
         self._stop = threading.Event()
@@ -138,8 +144,10 @@ class ModelManager:
             raise ServerConfigError(f"model {name!r}: base path {base} is not a directory")
         versions = list_versions(base)
         if not versions:
-            hint = " (it holds a SavedModel itself: put it in a version directory, e.g. " \
-                f"{os.path.join(base, '1')})" if has_saved_model(base) else ""
+            held = "a SavedModel" if has_saved_model(base) else \
+                "a LiteRT model (model.tflite)" if has_tflite_model(base) else None
+            hint = f" (it holds {held} itself: put it in a version directory, e.g. " \
+                f"{os.path.join(base, '1')})" if held else ""
             raise ServerConfigError(f"model {name!r}: no version directory (a number, e.g. "
                                     f"{os.path.join(base, '1')}) under {base}{hint}")
         if not model.wanted(versions):
@@ -202,7 +210,8 @@ class ModelManager:
         fingerprint = _fingerprint(path)
         if model.failed.get(version, (None,))[0] == fingerprint:
             return  # failed before and unchanged since
-        servable = Servable(config.name, version, path, self.batching, self.max_request_batch)
+        servable = Servable(config.name, version, path, self.batching, self.max_request_batch,
+                            self.prefer_tflite_model, self.num_tflite_pools)
         with self._lock:
             model.loading.add(version)
         try:
@@ -223,7 +232,8 @@ class ModelManager:
             model.failed.pop(version, None)
             model.retired.pop(version, None)
             model.serving[version] = servable
-        log.info("model %r: serving version %d from %s", config.name, version, path)
+        log.info("model %r: serving version %d from %s", config.name, version,
+                 os.path.join(path, servable.served_file))
 
     # ---- lookups -------------------------------------------------------------------------
     def _model(self, name):

@@ -15,6 +15,15 @@ when the output's name ends in ``_bytes`` (or the bytes are not UTF-8).
 
 Every problem is an INVALID_ARGUMENT `ServingError` naming the input, the instance and what
 was wrong.
+
+An empty batch is run like any other and answered with no rows, in both formats and as gRPC
+answers it: ``{"instances": []}`` gives ``{"predictions": []}``, ``{"inputs": {"text": []}}``
+gives ``{"outputs": {...: []}}``. (TF Serving runs an empty batch of ``"inputs"`` or gRPC and
+answers so, but refuses ``{"instances": []}``: ``tensorflow_serving/util/json_tensor.cc``,
+``FillPredictRequestFromJson``, "No values in 'instances' array"; here it is the same empty
+batch.) A JSON ``[]`` carries no shape past its length, so an empty value of an input of rank
+2 or more is read with that rank, its unknown dimensions 1: ``(0, 1)`` for
+``input_word_ids`` ``[?, ?]``.
 """
 
 import base64
@@ -80,8 +89,8 @@ def _rows(instances, signature):
     if not isinstance(instances, list):
         raise invalid(f"'instances' must be a list (one item per example), got a JSON "
                       f"{_kind(instances)}")
-    if not instances:
-        raise invalid("'instances' is empty: send at least one example")
+    if not instances:  # an empty batch: every input with no rows
+        return {key: to_array([], signature, key, "'instances'") for key in signature.inputs}
     named = [_is_named(item) for item in instances]
     if not any(named):
         key = _only_input(signature, "instances")
@@ -113,6 +122,11 @@ def to_array(value, signature, key, where):
     """A JSON value as a numpy array of input `key`'s dtype."""
     dtype = signature.inputs[key].dtype
     flat, shape = _flatten(value, where, key)
+    rank = signature.inputs[key].shape.rank
+    if shape == (0,) and rank is not None and rank > 1:  # [] of a [batch, ...] input
+        # No rows, of the known shape past the batch, 1 where unknown (a model may refuse
+        # sequences of 0 tokens even in an empty batch).
+        shape = (0,) + tuple(d or 1 for d in signature.inputs[key].shape[1:])
     convert = _STRING if dtype == tf.string else _converter(dtype)
     items = []
     for index, item in enumerate(flat):

@@ -1,24 +1,59 @@
-"""One loaded model version: its SavedModel, its signatures, its requests in flight.
+"""One loaded model version: its SavedModel (or LiteRT model), its signatures, its requests in
+flight.
+
+A version directory holds a SavedModel (``saved_model.pb``) and may hold a LiteRT model beside
+it (``model.tflite``, TF Serving's name). With ``prefer_tflite_model`` (TF Serving's
+``--prefer_tflite_model``) the LiteRT model is served when there is one, else the SavedModel,
+as TF Serving falls back; without it the SavedModel is served, and a directory that holds
+only ``model.tflite`` does not load (the error names the flag). Which file serves is logged.
 
 A version is AVAILABLE once loaded. When the manager retires it (a newer version took its
 place) it turns UNLOADING, takes no new requests, and is let go (END) when the last request in
 flight on it has finished: TF Serving's states and its availability-preserving unload.
 """
 
+import logging
 import os
 import threading
 
 from keras_bert import storage
+from keras_bert.export.litert_model import SERVING_FILE as TFLITE_FILE
 from keras_bert.serving.batching import Batcher
 from keras_bert.serving.errors import ServingError, invalid
 from keras_bert.serving.signatures import Signature
 
 DEFAULT_SIGNATURE = "serving_default"
+log = logging.getLogger("keras_bert.serving")
 
 
 def has_saved_model(path):
     return any(storage.isfile(os.path.join(path, name))
                for name in ("saved_model.pb", "saved_model.pbtxt"))
+
+
+def has_tflite_model(path):
+    return storage.isfile(os.path.join(path, TFLITE_FILE))
+
+
+def served_file(path, prefer_tflite_model=False):
+    """Which file of version directory ``path`` serves: ``"model.tflite"`` or
+    ``"saved_model.pb"`` (``.pbtxt``) (see the module docstring); FileNotFoundError when
+    none can."""
+    if prefer_tflite_model and has_tflite_model(path):
+        return TFLITE_FILE
+    if has_saved_model(path):
+        if prefer_tflite_model:
+            log.warning("%s has no %s: serving its SavedModel (--prefer_tflite_model falls "
+                        "back, as TF Serving does)", path, TFLITE_FILE)
+        elif has_tflite_model(path):
+            log.info("%s also holds %s, not served: --prefer_tflite_model is off", path,
+                     TFLITE_FILE)
+        text = not storage.isfile(os.path.join(path, "saved_model.pb"))
+        return "saved_model.pbtxt" if text else "saved_model.pb"
+    if has_tflite_model(path):
+        raise FileNotFoundError(f"{path} holds only {TFLITE_FILE} (a LiteRT model) and no "
+                                "saved_model.pb: serve it with --prefer_tflite_model")
+    raise FileNotFoundError(f"no saved_model.pb in {path}")
 
 
 def read_signature_defs(path):
@@ -43,6 +78,8 @@ class Servable:
       name, version, path: what it is and where.
       batching: `BatchingOptions` to batch requests per signature, or None.
       max_request_batch: most rows one request may have (0: no limit).
+      prefer_tflite_model: serve ``model.tflite`` when the directory has one.
+      num_tflite_pools: LiteRT interpreters that run at once (the CPUs shared among them).
 
     Example:
 
@@ -68,12 +105,16 @@ class Servable:
     'END'
     """
 
-    def __init__(self, name, version, path, batching=None, max_request_batch=0):
+    def __init__(self, name, version, path, batching=None, max_request_batch=0,
+                 prefer_tflite_model=False, num_tflite_pools=1):
         self.name = name
         self.version = version
         self.path = path
         self.batching = batching
         self.max_request_batch = max_request_batch
+        self.prefer_tflite_model = prefer_tflite_model
+        self.num_tflite_pools = num_tflite_pools
+        self.served_file = None  # "saved_model.pb" or "model.tflite", once loaded
         self.state = "START"
         self.error = ""
         self.signatures = {}
@@ -88,23 +129,38 @@ class Servable:
 
     def load(self):
         """Loads the SavedModel (tensorflow_text is imported first: its ops must be
-        registered). Raises what loading raised; the state tells the outcome."""
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401  (registers the tf.text ops the graphs use)
-
+        registered) or the LiteRT model (see the module docstring). Raises what loading
+        raised; the state tells the outcome."""
         self.state = "LOADING"
         try:
-            if not has_saved_model(self.path):
-                raise FileNotFoundError(f"no saved_model.pb in {self.path}")
-            defs = read_signature_defs(self.path)
-            loaded = tf.saved_model.load(self.path)
-            signatures = {key: Signature(key, function, defs[key])
-                          for key, function in loaded.signatures.items() if key in defs}
+            served = served_file(self.path, self.prefer_tflite_model)
+            if served == TFLITE_FILE:
+                loaded, signatures = self._load_litert()
+            else:
+                loaded, signatures = self._load_saved_model()
         except Exception as error:
             self.state, self.error = "END", f"{type(error).__name__}: {error}"
             raise
-        self._loaded, self.signatures, self.signature_defs = loaded, signatures, defs
+        self._loaded, self.signatures = loaded, signatures
+        self.signature_defs = {key: s.signature_def for key, s in signatures.items()}
+        self.served_file = served
         self.state = "AVAILABLE"
+
+    def _load_saved_model(self):
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers the tf.text ops the graphs use)
+
+        defs = read_signature_defs(self.path)
+        loaded = tf.saved_model.load(self.path)
+        return loaded, {key: Signature(key, function, defs[key])
+                        for key, function in loaded.signatures.items() if key in defs}
+
+    def _load_litert(self):
+        from keras_bert.serving.litert_signatures import InterpreterPool, LiteRTSignature
+
+        pool = InterpreterPool(storage.read_bytes(os.path.join(self.path, TFLITE_FILE)),
+                               size=self.num_tflite_pools)
+        return pool, {key: LiteRTSignature(key, pool) for key in pool.signatures}
 
     # ---- requests in flight --------------------------------------------------------------
     def acquire(self):

@@ -22,6 +22,9 @@ class ModelServer:
       max_request_batch: most rows one request may have (0: no limit).
       grpc_max_threads: gRPC requests handled at once.
       rest_api_timeout_in_ms: how long a REST predict may wait for its batch.
+      prefer_tflite_model: serve a version's ``model.tflite`` (a LiteRT model) instead of
+        its SavedModel when it has one (TF Serving's ``--prefer_tflite_model``).
+      num_tflite_pools: LiteRT interpreters per version that run at once.
 
     Example (a SavedModel with one signature, served and asked over REST and gRPC):
 
@@ -57,10 +60,13 @@ class ModelServer:
 
     def __init__(self, models, grpc_port=8500, rest_api_port=None, host="127.0.0.1",
                  batching=None, poll_wait_seconds=1.0, max_request_batch=0,
-                 grpc_max_threads=32, rest_api_timeout_in_ms=30000):
+                 grpc_max_threads=32, rest_api_timeout_in_ms=30000, prefer_tflite_model=False,
+                 num_tflite_pools=1):
         self.manager = ModelManager(models, batching=batching,
                                     poll_wait_seconds=poll_wait_seconds,
-                                    max_request_batch=max_request_batch)
+                                    max_request_batch=max_request_batch,
+                                    prefer_tflite_model=prefer_tflite_model,
+                                    num_tflite_pools=num_tflite_pools)
         self.host = host
         self._grpc_port_wanted = grpc_port
         self._rest_port_wanted = rest_api_port

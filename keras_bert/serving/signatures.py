@@ -63,11 +63,16 @@ class Signature:
     """
 
     def __init__(self, name, function, signature_def):
-        self.name = name
         self.function = function
-        self.signature_def = signature_def
         _, specs = function.structured_input_signature
-        self.inputs = dict(specs)  # name -> tf.TensorSpec
+        self.setup(name, signature_def, dict(specs))
+
+    def setup(self, name, signature_def, inputs):
+        """What every signature holds: its name, its ``SignatureDef``, its inputs (name ->
+        tf.TensorSpec) and outputs (name -> (dtype, shape), from the SignatureDef)."""
+        self.name = name
+        self.signature_def = signature_def
+        self.inputs = inputs
         self.outputs = {key: (tf.as_dtype(info.dtype), tf.TensorShape(info.tensor_shape))
                         for key, info in signature_def.outputs.items()}
         self._lock = threading.Lock()
@@ -130,19 +135,24 @@ class Signature:
 
     def run(self, inputs):
         """Runs the signature on checked inputs; returns name -> numpy array."""
+        outputs = self.call(inputs)
+        with self._lock:
+            self.calls += 1
+            self.rows_run += self.rows_of(inputs)
+        return outputs
+
+    def call(self, inputs):
+        """The model call of `run` (name -> numpy array in and out); errors as ServingError."""
         tensors = {key: tf.constant(value, dtype=self.inputs[key].dtype)
                    for key, value in inputs.items()}
         try:
             outputs = self.function(**tensors)
         except tf.errors.InvalidArgumentError as error:
             raise invalid(f"signature {self.name!r} refused the inputs: "
-                          f"{_first_line(error.message)}") from None
+                          f"{first_line(error.message)}") from None
         except tf.errors.OpError as error:
             raise ServingError("INTERNAL", f"signature {self.name!r} failed: "
-                               f"{_first_line(error.message)}") from None
-        with self._lock:
-            self.calls += 1
-            self.rows_run += self.rows_of(inputs)
+                               f"{first_line(error.message)}") from None
         return {key: value.numpy() for key, value in outputs.items()}
 
     def rows_of(self, inputs):
@@ -167,7 +177,7 @@ def _not_bytes(value):
     raise invalid(f"string inputs must be bytes, got {type(value).__name__}")
 
 
-def _first_line(message):
+def first_line(message):
     """The line of a TensorFlow error message that says what went wrong (not "Graph execution
     error:", the node or the stack)."""
     lines = [line.strip() for line in str(message).splitlines()]

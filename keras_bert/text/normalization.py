@@ -57,8 +57,11 @@ def _re2_class(ranges):
 
 @tf.autograph.experimental.do_not_convert
 @functools.lru_cache(maxsize=None)
-def patterns():
-    """RE2 patterns of the character classes, built once per process from `unicodedata`."""
+def character_classes():
+    """The reference's character classes, one bool array over all code points each
+    (``removed``, ``marks``, ``whitespace``, ``split_off``), built once per process from
+    `unicodedata`; `patterns` writes them as RE2 classes, and the LiteRT export's normalizer
+    (`keras_bert.export.litert_text`) maps code points by them."""
     # The reference's tests, one category look-up per code point (over all code points at
     # once: surrogates are category Cs, which no test takes): `_clean_text` drops NUL, U+FFFD
     # and `_is_control` characters (Cc, Cf but tab, newline, return); `_is_whitespace` (plus
@@ -84,13 +87,18 @@ def patterns():
     ascii_punctuation = ((33 <= code) & (code <= 47)) | ((58 <= code) & (code <= 64)) | (
         (91 <= code) & (code <= 96)) | ((123 <= code) & (code <= 126))
     split_off = cjk | (category.view(np.uint8)[::2] == ord("P")) | ascii_punctuation
-    return {
-        "removed": _re2_class(_ranges_from_flags(removed)),
-        "marks": _re2_class(_ranges_from_flags(marks)),
-        "whitespace": _re2_class(_ranges_from_flags(whitespace)),
-        "split_off": _re2_class(_ranges_from_flags(split_off)),
-        "unicode_version": unicodedata.unidata_version,
-    }
+    return {"removed": removed, "marks": marks, "whitespace": whitespace,
+            "split_off": split_off}
+
+
+@tf.autograph.experimental.do_not_convert
+@functools.lru_cache(maxsize=None)
+def patterns():
+    """RE2 patterns of the character classes, built once per process from `unicodedata`."""
+    classes = character_classes()
+    patterns = {name: _re2_class(_ranges_from_flags(flags)) for name, flags in classes.items()}
+    patterns["unicode_version"] = unicodedata.unidata_version
+    return patterns
 
 
 # Exactly the byte strings Python's `bytes.decode("utf-8")` accepts: no surrogates, nothing

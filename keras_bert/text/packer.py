@@ -14,13 +14,26 @@ MAX_SEQ_LENGTH = 2**20  # far beyond any BERT; keeps a typo from allocating giga
 MAX_ID = 2**31  # ids are packed as int32
 
 
+def min_seq_length(segments=1):
+    """The shortest sequence that holds [CLS], one token of each segment and a [SEP] after
+    each: 3 for single texts, 5 for pairs, 7 for triples."""
+    return 2 * segments + 1
+
+
+def _layout(segments):
+    return "[CLS] " + " ".join(f"{'abc'[i]} [SEP]" for i in range(segments))
+
+
 def checked_seq_length(seq_length, segments=1, where="BertPackInputs"):
-    """`seq_length` as an int with room for [CLS] and one [SEP] per segment, or ValueError.
+    """`seq_length` as an int with room for [CLS], one token of each of ``segments`` segments
+    and a [SEP] after each (`min_seq_length`), or ValueError: shorter, a model would see the
+    special tokens and nothing of a text.
 
     Inside a graph a scalar integer tensor is accepted too (an exported ``bert_pack_inputs``
     takes ``seq_length`` as an input): it comes back as an int32 tensor behind an assertion
     with the same message; an eager one is read as its int.
     """
+    low = min_seq_length(segments)
     if isinstance(seq_length, tf.Tensor):
         if seq_length.shape.rank != 0 or not seq_length.dtype.is_integer:
             raise ValueError(f"seq_length must be an integer, got a {seq_length.dtype.name} "
@@ -28,20 +41,19 @@ def checked_seq_length(seq_length, segments=1, where="BertPackInputs"):
         if checks.is_eager(seq_length):
             seq_length = int(seq_length.numpy())
         else:
-            low = max(2, segments + 1)
             length = tf.cast(seq_length, tf.int64)
             valid = tf.debugging.Assert(
                 (length >= low) & (length <= MAX_SEQ_LENGTH),
                 [f"{where}: seq_length must be an integer in [{low}, {MAX_SEQ_LENGTH}] (room "
-                 f"for {segments} segment(s) and their {segments + 1} special tokens), got",
-                 seq_length])
+                 f"for {_layout(segments)}: one token of each of {segments} segment(s) and "
+                 f"{segments + 1} special tokens), got", seq_length])
             return checks.after([valid], tf.cast(seq_length, tf.int32))
-    seq_length = checks.integer("seq_length", seq_length, minimum=2, maximum=MAX_SEQ_LENGTH)
-    if seq_length < segments + 1:
+    seq_length = checks.integer("seq_length", seq_length, maximum=MAX_SEQ_LENGTH)
+    if seq_length < low:
         raise ValueError(
-            f"{where}: seq_length={seq_length} is too short for {segments} segment(s) "
-            f"and their {segments + 1} special tokens"
-        )
+            f"{where}: seq_length must be at least {low} to hold {_layout(segments)} (one token "
+            f"of each of {segments} segment(s) and {segments + 1} special tokens), got "
+            f"{seq_length}: shorter, the model would see the special tokens and no text")
     return seq_length
 
 
@@ -56,8 +68,9 @@ class BertPackInputs(keras.layers.Layer):
     `truncate_seq_pair` for pairs), "waterfall" fills the first segment first.
 
     Args:
-      seq_length: length of the packed sequences (can be overridden per call, inside a graph
-        also by a scalar integer tensor).
+      seq_length: length of the packed sequences, at least 3 (can be overridden per call,
+        inside a graph also by a scalar integer tensor; a call with two segments needs at
+        least 5, three 7).
       start_of_sequence_id: id of `[CLS]`.
       end_of_segment_id: id of `[SEP]`.
       padding_id: id of `[PAD]`.
@@ -71,7 +84,9 @@ class BertPackInputs(keras.layers.Layer):
       ValueError: segments whose batch sizes differ (naming both), a rank other than these
         (e.g. per-word ids of ragged_rank 2: `merge_dims(-2, -1)` first), batched mixed with
         unbatched, 0 or more than 3 segments, negative ids, a bad `seq_length` (not an int
-        in [2, 2**20], or too short for the segments), a bad id argument or truncator.
+        up to 2**20, or too short to hold [CLS], one token of each segment and a [SEP] after
+        each: at least 3 for one segment, 5 for two, 7 for three), a bad id argument or
+        truncator.
       TypeError: ids that are not integers (float, string, bool), a dict, unknown
         constructor arguments.
       tf.errors.InvalidArgumentError: inside a graph (`tf.function`, `dataset.map`) when

@@ -47,8 +47,10 @@ class BertPreprocessor(keras.layers.Layer):
     Args:
       tokenizer: a `BertTokenizer`, or a vocabulary (path to `vocab.txt` or list of tokens)
         to build one with `do_lower_case`.
-      seq_length: length of the packed sequences (an int in [2, 2**20]; can be overridden
-        per call).
+      seq_length: length of the packed sequences, an int in [3, 2**20] (can be overridden
+        per call). It must hold [CLS], one token of each text and a [SEP] after each: a call
+        on pairs needs at least 5 (``[CLS] a [SEP] b [SEP]``), on triples 7; a shorter one is
+        a ValueError (in a graph, with a tensor ``seq_length``, an assertion).
       truncator: "round_robin" or "waterfall" (see `BertPackInputs`).
       do_lower_case: only used when `tokenizer` is a vocabulary.
 
@@ -99,7 +101,8 @@ class BertPreprocessor(keras.layers.Layer):
             tokenizer = BertTokenizer(tokenizer, do_lower_case=do_lower_case)
         self.tokenizer = tokenizer
         self.packer = BertPackInputs(
-            seq_length=seq_length, truncator=truncator, **special_ids(tokenizer)
+            seq_length=checked_seq_length(seq_length, where=type(self).__name__),
+            truncator=truncator, **special_ids(tokenizer)
         )
         self.seq_length = self.packer.seq_length
         self.truncator = truncator
@@ -131,14 +134,19 @@ class BertPreprocessor(keras.layers.Layer):
 
     def call(self, x, y=None, sample_weight=None, seq_length=None):
         sync_packer(self.packer, self.tokenizer)
-        segments = [self.tokenizer.tokenize(t) for t in self._checked_texts(x)]
+        texts = self._checked_texts(x)
+        # Room for one token of each segment, named after this class (the packer checks too).
+        seq_length = checked_seq_length(self.seq_length if seq_length is None else seq_length,
+                                        len(texts), where=type(self).__name__)
+        segments = [self.tokenizer.tokenize(t) for t in texts]
         out = self.packer(segments, seq_length=seq_length)
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
 
     def compute_output_spec(self, x, y=None, sample_weight=None, seq_length=None):
         texts = self._checked_texts(x)
         seq_length = self.seq_length if seq_length is None else seq_length
-        shape = tuple(texts[0].shape) + (checked_seq_length(seq_length, len(texts)),)
+        shape = tuple(texts[0].shape) + (
+            checked_seq_length(seq_length, len(texts), where=type(self).__name__),)
         out = {
             name: keras.KerasTensor(shape, dtype="int32")
             for name in INPUT_NAMES

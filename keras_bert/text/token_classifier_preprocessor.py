@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.text.packer import BertPackInputs
+from keras_bert.text.packer import BertPackInputs, checked_seq_length
 from keras_bert.text.preprocessor import special_ids, sync_packer
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.config import INPUT_NAMES
@@ -48,7 +48,7 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer):
         if not isinstance(tokenizer, BertTokenizer):
             tokenizer = BertTokenizer(tokenizer, do_lower_case=do_lower_case)
         self.tokenizer = tokenizer
-        self.seq_length = int(seq_length)
+        self.seq_length = checked_seq_length(seq_length, where=type(self).__name__)
         self.packer = BertPackInputs(seq_length=self.seq_length, truncator="waterfall",
                                      **special_ids(tokenizer))
         self.built = True

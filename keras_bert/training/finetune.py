@@ -17,6 +17,7 @@ import numpy as np
 from keras_bert import storage
 from keras_bert.models import BertClassifier, BertTokenClassifier
 from keras_bert.optimizers.optimization import create_optimizer
+from keras_bert.text.packer import min_seq_length
 
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
@@ -24,7 +25,7 @@ METRICS_FILE = "metrics.json"
 MODEL_FILE = "model.keras"
 
 
-def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learning_rate=5e-5,
+def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learning_rate=None,
               warmup_ratio=0.1, optimizer="adamw", model_dir=None, jit_compile=False,
               verbose="auto", callbacks=None):
     """Fits ``model`` (a keras_bert task model) on in-memory examples with the BERT recipe.
@@ -34,13 +35,18 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
         x, y: what ``model.fit`` takes (texts, pairs or packed inputs; labels).
         validation_data: ``(x, y)`` evaluated after each epoch.
         batch_size, epochs, learning_rate, warmup_ratio, optimizer: the recipe's numbers;
-            the schedule ends at 0 on the last step.
+            the schedule ends at 0 on the last step. ``learning_rate`` None: the model's
+            default (`Task.default_learning_rate`: 5e-5, or 5e-4 with LoRA enabled).
         model_dir: where checkpoints (``checkpoints/epoch-N.weights.h5``) and TensorBoard
             logs (``logs/``) go; None for neither.
         jit_compile: XLA for the training step.
 
-    Returns the Keras ``History``; ``history.train_seconds`` is the wall time of ``fit``.
+    Returns the Keras ``History``; ``history.train_seconds`` is the wall time of ``fit``,
+    ``history.epoch_seconds`` that of each epoch (validation included),
+    ``history.learning_rate`` the peak learning rate used.
     """
+    if learning_rate is None:
+        learning_rate = model.default_learning_rate()
     num_examples = _num_examples(x)
     steps = model.steps_per_epoch(num_examples, batch_size) * epochs
     model.compile(
@@ -48,7 +54,8 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
                                    optimizer=optimizer),
         jit_compile=jit_compile,
     )
-    callbacks = list(callbacks or [])
+    epoch_timer = _EpochTimer()
+    callbacks = list(callbacks or []) + [epoch_timer]
     if model_dir:
         storage.makedirs(os.path.join(model_dir, CHECKPOINTS))
         callbacks.append(keras.callbacks.ModelCheckpoint(
@@ -60,7 +67,23 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
     history = model.fit(x, y, validation_data=validation_data, batch_size=batch_size,
                         epochs=epochs, verbose=verbose, callbacks=callbacks)
     history.train_seconds = time.perf_counter() - start
+    history.epoch_seconds = epoch_timer.seconds
+    history.learning_rate = learning_rate
     return history
+
+
+class _EpochTimer(keras.callbacks.Callback):
+    """The wall time of each epoch (``seconds``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seconds = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self._start)
 
 
 def _num_examples(x):
@@ -133,14 +156,54 @@ def _matthews(predicted, y):
     return float((correct * n - (p_sum * t_sum).sum()) / denominator) if denominator else 0.0
 
 
-def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio=0.1,
-        model_dir=None, export_dir=None, jit_compile=False, verbose="auto"):
+def run_metrics(model, history, **figures):
+    """The figures of a whole ``fine_tune`` run for ``metrics.json``: ``figures`` (the
+    run's settings), ``epochs`` and ``train_steps`` (all of the run's), ``train_seconds``,
+    and the training loss of the last epoch alone under ``last_epoch`` (Keras' history keeps
+    one mean loss per epoch; it is not the run's), and the parameter counts
+    (`trainable_summary`)."""
+    return {**figures, **trainable_summary(model), "epochs": len(history.epoch),
+            "train_steps": int(model.optimizer.iterations),
+            "train_seconds": round(history.train_seconds, 1),
+            "last_epoch": {"epoch": len(history.epoch),
+                           "train_loss": float(history.history["loss"][-1])}}
+
+
+def check_seq_length(model, examples, flag="seq_length"):
+    """ValueError unless ``model``'s preprocessor packs sequences that hold [CLS], one token
+    of each text of ``examples`` and a [SEP] after each: 3 for single texts, 5 for pairs
+    (multiple choice packs a context with each choice)."""
+    seq_length = getattr(model.preprocessor, "seq_length", None)
+    segments = 1 if examples.texts_b is None else 2
+    if seq_length is not None and seq_length < min_seq_length(segments):
+        kind = "text pairs: [CLS] a [SEP] b [SEP]" if segments == 2 else "texts: [CLS] a [SEP]"
+        raise ValueError(f"{flag}={seq_length} is too short for {kind} needs at least "
+                         f"{min_seq_length(segments)}")
+
+
+def save_model(model, model_dir, include_optimizer=False):
+    """Writes ``model`` to ``model_dir/model.keras`` (atomically; local or ``gs://``) and
+    returns the path. By default without the optimizer's state (`Task.save`): the file is
+    the model's size, not three times it (AdamW keeps two moments per weight), and loads
+    with no warning; ``include_optimizer=True`` keeps the state, to resume training from the
+    file with the optimizer where it stopped."""
+    path = os.path.join(model_dir, MODEL_FILE)
+    with storage.atomic_path(path) as tmp:
+        model.save(tmp, include_optimizer=include_optimizer)
+    return path
+
+
+def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio=0.1,
+        model_dir=None, export_dir=None, jit_compile=False, verbose="auto",
+        save_optimizer_state=False):
     """Fine-tunes ``model`` on ``splits["train"]`` (`keras_bert.data.files.Examples`), scores
     the labelled ``validation`` and ``test`` splits, and writes into ``model_dir``:
-    ``model.keras``, ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
+    ``model.keras`` (with the optimizer's state only if ``save_optimizer_state``: see
+    `save_model`), ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
     checkpoints and TensorBoard logs; with ``export_dir``, a SavedModel there. Returns the
     metrics."""
     train = splits["train"]
+    check_seq_length(model, train)
     validation = splits.get("validation")
     validation_data = None
     if validation is not None and validation.labels is not None:
@@ -149,9 +212,8 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
                         batch_size=batch_size, epochs=epochs, learning_rate=learning_rate,
                         warmup_ratio=warmup_ratio, model_dir=model_dir, jit_compile=jit_compile,
                         verbose=verbose)
-    metrics = {"train_examples": len(train), "epochs": epochs, "batch_size": batch_size,
-               "learning_rate": learning_rate, "train_seconds": round(history.train_seconds, 1),
-               "train_loss": float(history.history["loss"][-1])}
+    metrics = run_metrics(model, history, train_examples=len(train), batch_size=batch_size,
+                          learning_rate=history.learning_rate)
     for name in ("validation", "test"):
         examples = splits.get(name)
         if examples is not None and examples.labels is not None:
@@ -161,12 +223,23 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=5e-5, warmup_ratio
         if splits.get("test") is not None:
             write_predictions(model, splits["test"], os.path.join(model_dir,
                                                                   "test_predictions.jsonl"))
-        with storage.atomic_path(os.path.join(model_dir, MODEL_FILE)) as tmp:
-            model.save(tmp)
+        save_model(model, model_dir, include_optimizer=save_optimizer_state)
         storage.write_json(os.path.join(model_dir, METRICS_FILE), metrics)
     if export_dir:
         model.export(export_dir, verbose=False, **export_options(model, train))
     return metrics
+
+
+def trainable_summary(model):
+    """``lora_rank`` (0: full fine-tuning), ``trainable_parameters`` and ``parameters``."""
+    config = getattr(model, "lora_config", None)
+    return {"lora_rank": config["rank"] if config else 0,
+            "trainable_parameters": _count(model.trainable_weights),
+            "parameters": _count(model.weights)}
+
+
+def _count(variables):
+    return int(sum(np.prod(v.shape) for v in variables))
 
 
 def export_options(model, examples):

@@ -14,9 +14,12 @@ of the original format, or raw text with dynamic masking), and trains with
 * ``logs/train``, ``logs/eval``: TensorBoard summaries (loss, masked-LM and next-sentence
   accuracy and loss, learning rate, sequences/s), written by the chief.
 * ``progress.jsonl``: one line per loop (the progress line's figures), appended.
-* ``metrics.json`` at the end: the last loop's training figures, the eval metrics on
-  ``eval_input_file`` (the original's names: ``masked_lm_accuracy``, ...) beside the
-  accuracy of always predicting the most frequent masked token, ``global_step``.
+* ``metrics.json`` at the end (`METRICS_KEYS`): ``total_train_steps`` (the model's step,
+  runs before a resume included), ``train_steps_this_run`` and ``train_seconds_this_run``,
+  the last loop's training figures under ``last_loop`` (they cover its ``steps`` only, not
+  the run), the eval metrics on ``eval_input_file`` (the original's names:
+  ``eval_masked_lm_accuracy``, ...) beside the accuracy of always predicting the most
+  frequent masked token.
 * the final model in keras_bert's preset layout (``bert_config.json``, ``vocab.txt``,
   ``bert_model.ckpt.*`` with Google's names, ``keras_bert.json``), which
   ``BertPretrainer.from_preset(model_dir)`` and ``BertEncoder.from_preset(model_dir)`` load
@@ -45,6 +48,9 @@ INPUT_FORMATS = ("tfrecord", "text")
 CHECKPOINTS = "checkpoints"
 PROGRESS_FILE = "progress.jsonl"
 METRICS_FILE = "metrics.json"
+# What metrics.json holds at its top level (eval_* only with an eval_input_file).
+METRICS_KEYS = ("total_train_steps", "train_batch_size", "train_steps_this_run",
+                "train_seconds_this_run", "last_loop")
 _RECORD_ERROR = "Pre-training record of another shape"
 
 
@@ -288,6 +294,7 @@ def pretrain(options, strategy=None, log=print):
 
     last, seconds = {}, 0.0
     iterator = None
+    first_step = int(step.numpy())
     while int(step.numpy()) < options.num_train_steps:
         done = int(step.numpy())
         if iterator is None:
@@ -322,9 +329,15 @@ def pretrain(options, strategy=None, log=print):
             manager.save(checkpoint_number=done)
 
     global_step = int(step.numpy())
-    metrics = {"global_step": global_step, "train_batch_size": global_batch,
-               "train_seconds_this_run": round(seconds, 3)}
-    metrics.update({f"train_{k}": v for k, v in last.items() if k != "step"})
+    # The last loop's figures cover its steps only: under a key that says so, beside the
+    # run's own counts (a 4-step run in loops of 2 once read "train_steps: 2").
+    last_loop = {}
+    if last:
+        last_loop = {"first_step": last["step"] - last["steps"] + 1, "last_step": last["step"],
+                     **{k: v for k, v in last.items() if k != "step"}}
+    metrics = {"total_train_steps": global_step, "train_batch_size": global_batch,
+               "train_steps_this_run": global_step - first_step,
+               "train_seconds_this_run": round(seconds, 3), "last_loop": last_loop}
     if eval_input is not None:
         evaluated = loop.evaluate(_distributed(strategy, eval_input), options.max_eval_steps)
         _summaries(writers["eval"], global_step, evaluated)

@@ -13,7 +13,7 @@ from keras_bert.data import (
     evaluate_v2,
     read_squad_examples,
 )
-from keras_bert.training.finetune import METRICS_FILE, MODEL_FILE, fine_tune
+from keras_bert.training.finetune import METRICS_FILE, fine_tune, run_metrics, save_model
 
 
 def features_of(model, source, is_training, version_2_with_negative=False, max_seq_length=384,
@@ -41,15 +41,17 @@ def predict(model, examples, features, batch_size=32, n_best_size=20, max_answer
 
 
 def run(model, train_file, eval_file=None, version_2_with_negative=False, max_seq_length=384,
-        doc_stride=128, max_query_length=64, batch_size=32, epochs=2, learning_rate=5e-5,
+        doc_stride=128, max_query_length=64, batch_size=32, epochs=2, learning_rate=None,
         warmup_ratio=0.1, n_best_size=20, max_answer_length=30, null_score_diff_threshold=0.0,
-        model_dir=None, jit_compile=False, verbose="auto"):
+        model_dir=None, jit_compile=False, verbose="auto", save_optimizer_state=False):
     """Fine-tunes a `BertSpanLabeler` on ``train_file`` and scores ``eval_file``.
 
     Writes into ``model_dir``: ``predictions.json``, ``nbest_predictions.json`` (and
     ``null_odds.json`` for 2.0) for the evaluation file, ``metrics.json`` (``exact_match``,
-    ``f1``, and the 2.0 breakdown), ``model.keras``, checkpoints and TensorBoard logs.
-    Returns the metrics.
+    ``f1``, and the 2.0 breakdown), ``model.keras`` (with the optimizer's state only if
+    ``save_optimizer_state``: `keras_bert.training.finetune.save_model`), checkpoints and
+    TensorBoard logs. ``learning_rate`` None: the model's default (5e-5; 5e-4 with LoRA
+    enabled). Returns the metrics.
     """
     window = dict(version_2_with_negative=version_2_with_negative,
                   max_seq_length=max_seq_length, doc_stride=doc_stride,
@@ -59,10 +61,9 @@ def run(model, train_file, eval_file=None, version_2_with_negative=False, max_se
     history = fine_tune(model, train.inputs, labels, batch_size=batch_size, epochs=epochs,
                         learning_rate=learning_rate, warmup_ratio=warmup_ratio,
                         model_dir=model_dir, jit_compile=jit_compile, verbose=verbose)
-    metrics = {"train_examples": len(train_examples), "train_features": len(train),
-               "epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-               "train_seconds": round(history.train_seconds, 1),
-               "train_loss": float(history.history["loss"][-1])}
+    metrics = run_metrics(model, history, train_examples=len(train_examples),
+                          train_features=len(train), batch_size=batch_size,
+                          learning_rate=history.learning_rate)
     if eval_file:
         examples, features = features_of(model, eval_file, False, **window)
         predictions = predict(model, examples, features, batch_size=batch_size,
@@ -78,8 +79,7 @@ def run(model, train_file, eval_file=None, version_2_with_negative=False, max_se
         if model_dir:
             predictions.write(model_dir)
     if model_dir:
-        with storage.atomic_path(os.path.join(model_dir, MODEL_FILE)) as tmp:
-            model.save(tmp)
+        save_model(model, model_dir, include_optimizer=save_optimizer_state)
         storage.write_json(os.path.join(model_dir, METRICS_FILE), metrics)
     return metrics
 

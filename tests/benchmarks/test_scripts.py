@@ -32,10 +32,15 @@ SMALL_RUNS = {
                    "--peers=keras_hub"],
     "finetune.py": ["--num_layers=1", "--batch_size=2", "--seq_length=8", "--rounds=1",
                     "--warmup=0", "--precisions=fp32", "--peers=keras_hub,hf_torch"],
+    "lora.py": ["--max_train_examples=16", "--max_eval_examples=16", "--epochs=1",
+                "--seq_length=16"],
     "pretrain.py": ["--num_layers=1", "--hidden_size=64", "--batch_size=2", "--seq_length=16",
                     "--max_predictions_per_seq=3", "--rounds=1", "--steps=1", "--warmup=0",
                     "--precisions=fp32", "--xla=off", "--peers=keras_hub,hf_torch"],
     "serve.py": ["--clients=2", "--requests=3", "--warmup=1", "--rounds=1"],
+    "serve_cpu.py": ["--model=tiny", "--seq_length=16", "--data=wikipedia", "--max_texts=8",
+                     "--latency_texts=2", "--rounds=1",
+                     "--contenders=keras_bert_fp32,litert_int8,ort_int8"],
     "tokenize.py": ["--max_lines=20", "--repeats=1"],
 }
 

@@ -20,7 +20,7 @@ def test_pretrain_mini_runs_and_draws_its_curve(tmp_path):
     assert result.stdout.startswith("Corpus: ")
     assert "always predicting the most frequent masked token scores" in result.stdout
     metrics = json.loads((tmp_path / "metrics.json").read_text())
-    assert metrics["global_step"] == 4
+    assert metrics["total_train_steps"] == 4
     assert 0 < metrics["eval_most_frequent_token_accuracy"] < 1
     config = json.loads((tmp_path / "keras_bert.json").read_text())["config"]
     assert (config["num_hidden_layers"], config["hidden_size"], config["vocab_size"]) == (

@@ -81,3 +81,15 @@ def install_version(saved_model, base_path, version):
     shutil.copytree(saved_model, staging)
     staging.rename(base_path / str(version))
     return str(base_path / str(version))
+
+
+def write_litert_version(directory):
+    """A version directory for TF Serving's --prefer_tflite_model: the serving SavedModel of
+    a tiny classifier (TEST_MODELS' sentiment_v1) and its LiteRT model beside it,
+    ``<directory>/1/model.tflite`` (``model.export(path, format="litert")``, as a user
+    writes it). Returns (the version directory, the LiteRT model's path)."""
+    seed, num_classes = TEST_MODELS["sentiment_v1"]
+    model = tiny_classifier(seed=seed, num_classes=num_classes)
+    path = write_serving_model(model, directory)
+    tflite = model.export(str(pathlib.Path(path) / "model.tflite"), format="litert")
+    return path, tflite

@@ -57,8 +57,8 @@ def test_tokenize_and_bert_pack_inputs_for_pairs(preprocessor, loaded, lines):
     triple = loaded.bert_pack_inputs([tokens_a, tokens_b, tokens_a], seq_length=64)
     _equal(triple, preprocessor((a, b, a), seq_length=64))
     with pytest.raises(tf.errors.InvalidArgumentError, match="seq_length must be an integer in "
-                                                             r"\[4, 1048576\]"):
-        loaded.bert_pack_inputs([tokens_a, tokens_b, tokens_a], seq_length=3)
+                                                             r"\[7, 1048576\]"):
+        loaded.bert_pack_inputs([tokens_a, tokens_b, tokens_a], seq_length=6)
 
 
 def test_special_tokens_vocabulary_and_ops(preprocessor, loaded, tmp_path):

@@ -49,3 +49,23 @@ def test_learns_positions_and_takes_raw_pairs(model, tmp_path):
     loaded = keras.saving.load_model(tmp_path / "span.keras")
     again = loaded.predict((questions, contexts), verbose=0)
     np.testing.assert_allclose(again["end_logits"], out["end_logits"], atol=1e-6)
+
+
+def test_a_preprocessor_too_short_for_pairs_is_refused():
+    """A span labeler packs (question, context): [CLS] q [SEP] c [SEP] needs 5 tokens."""
+    with pytest.raises(ValueError, match=r"BertSpanLabeler packs \(question, context\) pairs, "
+                                         r"\[CLS\] q \[SEP\] c \[SEP\]: its preprocessor's "
+                                         r"seq_length must be at least 5, got 4"):
+        BertSpanLabeler(tiny_encoder(), preprocessor=BertPreprocessor(VOCAB, seq_length=4))
+    BertSpanLabeler(tiny_encoder(), preprocessor=BertPreprocessor(VOCAB, seq_length=5))
+
+
+def test_from_preset_seq_length_is_checked(tmp_path):
+    from keras_bert import BertClassifier
+
+    BertClassifier(tiny_encoder(), 2, preprocessor=BertPreprocessor(VOCAB, 16)).save_to_preset(
+        str(tmp_path / "p"))
+    with pytest.raises(ValueError, match=r"at least 5, got 4"):
+        BertSpanLabeler.from_preset(str(tmp_path / "p"), seq_length=4)
+    with pytest.raises(ValueError, match=r"BertPreprocessor: seq_length must be at least 3"):
+        BertPreprocessor.from_preset(str(tmp_path / "p"), seq_length=2)

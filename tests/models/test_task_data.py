@@ -1,10 +1,14 @@
-"""`keras_bert.models.task_data`: labels that are not numbers are named as the user wrote them."""
+"""`keras_bert.models.task_data`: labels that are not numbers are named as the user wrote them;
+an empty batch of text in every form is the same tensors of no rows."""
 
 import numpy as np
+import pandas as pd
 import pytest
+import tensorflow as tf
 
 from keras_bert.checks import TaskInputError
-from keras_bert.models.task_data import labels_array
+from keras_bert.models.task_data import (is_empty, is_text, labels_array, text_segments,
+                                         zero_rows)
 
 
 @pytest.mark.parametrize("labels, shown", [
@@ -28,3 +32,34 @@ def test_numbers_become_32_bit_arrays():
     assert labels_array([1, 0]).dtype == np.int32
     assert labels_array([0.5, 1.0]).dtype == np.float32
     assert labels_array(None) is None
+
+
+@pytest.mark.parametrize("empty, segments", [
+    ([], 1), ((), 1), (np.array([]), 1), (np.array([], dtype=str), 1),
+    (pd.Series([], dtype=object), 1), (tf.constant([], tf.string), 1), (([], []), 2),
+    ((np.array([]), pd.Series([], dtype=object)), 2),
+])
+def test_an_empty_batch_in_every_text_form_is_text_of_no_rows(empty, segments):
+    assert is_empty(empty) and is_text(empty)
+    got = text_segments(empty)
+    assert [(t.dtype, tuple(t.shape)) for t in got] == [(tf.string, (0,))] * segments
+
+
+@pytest.mark.parametrize("x", [[[]], [""], (["a"], []), {"input_word_ids": np.zeros([1, 4])},
+                               tf.constant([[1]]), np.array(["a"])])
+def test_a_batch_with_rows_is_not_empty(x):
+    assert not is_empty(x)
+
+
+def test_an_empty_tensor_of_numbers_is_not_text():
+    assert is_empty(tf.zeros([0], tf.int32)) and not is_text(tf.zeros([0], tf.int32))
+
+
+def test_zero_rows_have_the_element_type():
+    spec = ((tf.TensorSpec([None], tf.string), tf.TensorSpec([None, 3], tf.string)),
+            tf.RaggedTensorSpec([None, None], tf.string, ragged_rank=1),
+            {"ids": tf.TensorSpec([None, None], tf.int32)})
+    pairs, words, packed = zero_rows(spec)
+    assert [tuple(t.shape) for t in pairs] == [(0,), (0, 3)]
+    assert isinstance(words, tf.RaggedTensor) and words.shape[0] == 0
+    assert packed["ids"].dtype == tf.int32 and tuple(packed["ids"].shape) == (0, 1)

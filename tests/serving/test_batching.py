@@ -121,6 +121,40 @@ def test_requests_of_different_shapes_never_share_a_call(batchers):
     assert batcher.calls == 2 and batcher.batch_sizes == {2: 2}
 
 
+def _texts(*lengths):
+    return {"text": np.array([b"x" * n for n in lengths], dtype=object)}
+
+
+def _text_lengths(inputs):
+    return {"y": np.array([len(t) for t in inputs["text"]]),
+            "n": np.full(len(inputs["text"]), len(inputs["text"]))}
+
+
+@pytest.mark.parametrize("group_by_length, calls", [(True, 2), (False, 1)])
+def test_text_requests_share_a_call_only_with_texts_of_their_length_class(
+        batchers, group_by_length, calls):
+    # Five requests queued together: three of short texts (class 0 and 1 mixed within a
+    # request count by its longest), two of long ones (class 4: 129-256 bytes).
+    batcher = batchers(_text_lengths, max_batch_size=16, batch_timeout_micros=200_000,
+                       group_by_length=group_by_length, num_batch_threads=1)
+    requests = [_texts(5, 20), _texts(200), _texts(30), _texts(150, 3), _texts(17)]
+    answers = _clients(batcher, requests)
+    assert [a["y"].tolist() for a in answers] == [[5, 20], [200], [30], [150, 3], [17]]
+    assert batcher.calls == calls
+    if group_by_length:  # 4 short rows in one call, 3 long ones in the other
+        assert [a["n"].tolist()[0] for a in answers] == [4, 3, 4, 3, 4]
+
+
+def test_length_classes_double():
+    from keras_bert.serving.batching import length_class
+
+    classes = [length_class(_texts(n)) for n in (0, 1, 16, 17, 32, 33, 64, 65, 128, 129)]
+    assert classes == [0, 0, 0, 1, 1, 2, 2, 3, 3, 4]
+    assert length_class({"a": np.array([b"x" * 40], dtype=object),
+                         "b": np.array([b"x" * 3], dtype=object)}) == 2  # the longest input
+    assert length_class({"x": np.ones((2, 3))}) is None
+
+
 def test_a_request_larger_than_max_batch_size_is_refused(batchers):
     batcher = batchers(Recorder(), max_batch_size=4)
     with pytest.raises(ServingError, match=r"Task size 5 is larger than maximum input batch "
@@ -210,6 +244,7 @@ def test_stop_answers_queued_requests_unavailable(batchers):
 @pytest.mark.parametrize("options,match", [
     (dict(max_batch_size=0), r"max_batch_size must be an integer >= 1, got 0"),
     (dict(batch_timeout_micros=-1), r"batch_timeout_micros must be an integer >= 0"),
+    (dict(group_by_length="yes"), r"group_by_length must be True or False"),
     (dict(max_batch_size=True), r"max_batch_size must be an integer"),
     (dict(max_batch_size=8, allowed_batch_sizes=(4, 2, 8)), r"positive and increasing"),
 ])

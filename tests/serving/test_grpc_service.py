@@ -1,6 +1,7 @@
 """keras_bert/serving/grpc_service.py through TF Serving's own client: the
 tensorflow-serving-api PredictionServiceStub and ModelServiceStub over a real gRPC channel to
-127.0.0.1. Answers equal the Keras models'; every bad request gets its status code and a
+127.0.0.1. Answers equal the Keras models'; an empty batch is answered with no rows, as
+over REST; every bad request gets its status code and a
 message naming the problem, and the server keeps serving; batching merges concurrent requests
 into one model call with the same answers; a version dropped in under load takes over with no
 failed request."""
@@ -64,6 +65,19 @@ def test_the_serving_ids_signature_agrees_with_the_text_one(client, serving_mode
                               signature_name="serving_ids")
     assert response.model_spec.signature_name == "serving_ids"
     _close(outputs(response), serving_models["sentiment_v1"][1])
+
+
+def test_an_empty_batch_gets_no_rows(client):
+    """As REST answers it in both formats (tests/serving/test_rest.py): OK, every output with
+    no rows and the shape past the batch of a one-row answer, for text and packed ids."""
+    one = outputs(client.predict("sentiment", {"text": texts(["a great movie"])}))
+    for signature_name, inputs in [
+            ("", {"text": texts([])}),
+            ("serving_ids", {k: np.zeros([0, 16], np.int32)
+                             for k in ("input_word_ids", "input_mask", "input_type_ids")})]:
+        got = outputs(client.predict("sentiment", inputs, signature_name=signature_name))
+        assert {k: (v.shape, v.dtype) for k, v in got.items()} == {
+            k: ((0,) + v.shape[1:], v.dtype) for k, v in one.items()}, signature_name
 
 
 def test_output_filter_and_invalid_utf8_bytes(client):

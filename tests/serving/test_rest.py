@@ -1,7 +1,7 @@
 """keras_bert/serving/rest.py and rest_json.py through a plain HTTP client on 127.0.0.1:
 TF Serving's REST API (row and columnar formats, {"b64": ...}, status, metadata), answers
-equal to the Keras models', and a 400/404 naming the problem for each bad request while the
-server keeps serving."""
+equal to the Keras models', an empty batch answered with no rows in both formats, and a
+400/404 naming the problem for each bad request while the server keeps serving."""
 
 import base64
 import http.client as http_client
@@ -65,6 +65,24 @@ def test_columnar_format_and_the_serving_ids_signature(server, serving_models):
                           {"signature_name": "serving_ids", "inputs": packed})
     assert status == 200, answer
     assert answer["outputs"]["label_ids"] == expected["label_ids"].tolist()
+
+
+def test_an_empty_batch_gets_no_rows_in_both_formats(server):
+    """As gRPC answers it (tests/serving/test_grpc_service.py): OK, every output with no rows,
+    for the text signature and for packed ids (whose [] is read as [0, 1])."""
+    url = _url(server, "/v1/models/sentiment:predict")
+    status, one = http(url, {"inputs": {"text": ["a great movie"]}})
+    assert status == 200 and len(one["outputs"]) > 1, one
+    for body in ({"instances": []}, {"signature_name": "serving_ids", "instances": []}):
+        assert http(url, body) == (200, {"predictions": []}), body
+    empty_outputs = {"outputs": {name: [] for name in one["outputs"]}}
+    ids = {"input_word_ids": [], "input_mask": [], "input_type_ids": []}
+    for body in ({"inputs": {"text": []}}, {"inputs": []},
+                 {"signature_name": "serving_ids", "inputs": ids}):
+        assert http(url, body) == (200, empty_outputs), body
+    for body in ({"instances": [[]]}, {"inputs": [[]]}):  # a batch of one empty list
+        status, answer = http(url, body)
+        assert status == 400 and "has shape [1, 0]" in answer["error"], answer
 
 
 def test_status_and_metadata_in_tf_servings_json(server):
@@ -154,8 +172,6 @@ BAD_REQUESTS = {  # name: (path, body (None: GET), HTTP status, message pattern)
                              r"either 'instances' .* or 'inputs' .*, not both"),
     "neither": ("/v1/models/sentiment:predict", {"signature_name": ""}, 400,
                 r"and has neither"),
-    "empty instances": ("/v1/models/sentiment:predict", {"instances": []}, 400,
-                        r"'instances' is empty"),
     "mixed instances": ("/v1/models/sentiment:predict", {"instances": ["a", {"text": "b"}]},
                         400, r"instance 0 is not an object while instance 1 is"),
     "unknown key": ("/v1/models/sentiment:predict", {"instances": ["a"], "batch": 2}, 400,

@@ -50,3 +50,13 @@ def test_config_round_trip_and_bad_arguments():
     assert again.get_config() == pre.get_config()
     with pytest.raises(ValueError, match="max_predictions_per_seq"):
         BertMaskedLMPreprocessor(VOCAB, max_predictions_per_seq=0)
+
+
+def test_seq_length_must_hold_a_token_of_each_text():
+    pre = BertPretrainerPreprocessor(VOCAB, seq_length=4, seed=0)
+    with pytest.raises(ValueError, match=r"BertPretrainerPreprocessor: seq_length must be at "
+                                         r"least 5 to hold \[CLS\] a \[SEP\] b \[SEP\]"):
+        pre((["the cat"], ["sat"]), [0])
+    with pytest.raises(ValueError, match=r"BertMaskedLMPreprocessor: seq_length must be at "
+                                         r"least 3"):
+        BertMaskedLMPreprocessor(VOCAB, seq_length=2)

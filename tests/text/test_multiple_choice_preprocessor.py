@@ -31,3 +31,18 @@ def test_bad_shapes():
     with pytest.raises((ValueError, tf.errors.InvalidArgumentError),
                        match="contexts and choices need the same batch size"):
         pre((["he", "she"], [["ran", "sat"]]))
+
+
+def test_seq_length_must_hold_a_context_and_a_choice():
+    """A context with each choice is a pair ([CLS] context [SEP] choice [SEP]: 5 at least);
+    choices alone are single texts (3)."""
+    pre = BertMultipleChoicePreprocessor(VOCAB, seq_length=4)
+    with pytest.raises(ValueError, match=r"BertMultipleChoicePreprocessor: seq_length must be "
+                                         r"at least 5 to hold \[CLS\] a \[SEP\] b \[SEP\]"):
+        pre((["he"], [["ran", "sat"]]))
+    assert pre(tf.constant([["ran", "sat"]]))["input_word_ids"].numpy().tolist() == [
+        [[2, 7, 3, 0], [2, 8, 3, 0]]]
+    assert BertMultipleChoicePreprocessor(VOCAB, seq_length=5)((["he"], [["ran", "sat"]]))[
+        "input_word_ids"].numpy().tolist() == [[[2, 5, 3, 7, 3], [2, 5, 3, 8, 3]]]
+    with pytest.raises(ValueError, match=r"at least 3 to hold \[CLS\] a \[SEP\]"):
+        BertMultipleChoicePreprocessor(VOCAB, seq_length=2)

@@ -63,8 +63,8 @@ def test_dense_unbatched_empty_and_errors():
     assert empty["input_word_ids"].shape == (0, 5)
     with pytest.raises(ValueError, match="1 to 3"):
         packer([tf.constant([[1]])] * 4)
-    with pytest.raises(ValueError, match="too short"):
-        _packer(seq_length=2)([tf.constant([[1]]), tf.constant([[1]])])
+    with pytest.raises(ValueError, match="seq_length must be at least 5"):
+        _packer(seq_length=4)([tf.constant([[1]]), tf.constant([[1]])])
     with pytest.raises(ValueError, match="truncator"):
         _packer(truncator="middle")
 
@@ -94,7 +94,7 @@ def test_same_as_tensorflow_text(truncator):
     rng = np.random.default_rng(1)
     for case in range(60):
         k = 1 + case % 3
-        seq_length = int(rng.integers(k + 1, 14))
+        seq_length = int(rng.integers(2 * k + 1, 14))
         segments = [
             tf.ragged.constant(
                 [list(range(10 * (j + 1), 10 * (j + 1) + int(rng.integers(0, 12))))
@@ -189,13 +189,40 @@ def test_bad_id_arguments_and_unknown_kwargs():
     assert BertPackInputs(name="packer", trainable=False).name == "packer"
 
 
-def test_empty_batches_and_zero_budget():
-    packer = _packer(seq_length=3)
+def test_empty_batches_and_the_shortest_sequences():
+    """The shortest seq_length holds [CLS], one token of each segment and a [SEP] after each
+    (3, 5, 7 for 1, 2, 3 segments); shorter ones, which once packed the special tokens and no
+    text ([CLS] [SEP] [SEP]), are errors: at construction, per call, and in a graph."""
+    packer = _packer(seq_length=5)
     out = packer([tf.zeros([0, 4], tf.int32), tf.ragged.constant([], tf.int32, ragged_rank=1)])
-    assert out["input_word_ids"].shape == (0, 3)
-    out = packer([tf.constant([[5, 6]]), tf.constant([[7]])])  # room for the specials only
-    assert out["input_word_ids"].numpy().tolist() == [[2, 3, 3]]
-    assert out["input_type_ids"].numpy().tolist() == [[0, 0, 1]]
+    assert out["input_word_ids"].shape == (0, 5)
+    out = packer([tf.constant([[5, 6]]), tf.constant([[7]])])
+    assert out["input_word_ids"].numpy().tolist() == [[2, 5, 3, 7, 3]]
+    assert out["input_type_ids"].numpy().tolist() == [[0, 0, 0, 1, 1]]
+    single = _packer(seq_length=3)(tf.constant([[5, 6]]))
+    assert single["input_word_ids"].numpy().tolist() == [[2, 5, 3]]
+    three = [tf.constant([[5]]), tf.constant([[6]]), tf.constant([[7]])]
+    assert packer(three, seq_length=7)["input_word_ids"].numpy().tolist() == [
+        [2, 5, 3, 6, 3, 7, 3]]
+    for length, segments, layout in [(2, 1, r"\[CLS\] a \[SEP\]"),
+                                     (4, 2, r"\[CLS\] a \[SEP\] b \[SEP\]"),
+                                     (6, 3, r"\[CLS\] a \[SEP\] b \[SEP\] c \[SEP\]")]:
+        message = (rf"BertPackInputs: seq_length must be at least {2 * segments + 1} to hold "
+                   rf"{layout} \(one token of each of {segments} segment\(s\) and "
+                   rf"{segments + 1} special tokens\), got {length}: shorter, the model would "
+                   r"see the special tokens and no text")
+        with pytest.raises(ValueError, match=message):
+            packer(three[:segments], seq_length=length)
+        with pytest.raises(ValueError, match=message):
+            tf.function(lambda *s: packer(list(s), seq_length=length))(*three[:segments])
+    with pytest.raises(ValueError, match=r"at least 3 to hold \[CLS\] a \[SEP\].*got 2"):
+        _packer(seq_length=2)
+    traced = tf.function(lambda a, b, n: packer([a, b], seq_length=n))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"seq_length must be an integer in \[5, 1048576\] \(room for "
+                             r"\[CLS\] a \[SEP\] b \[SEP\]"):
+        traced(three[0], three[1], tf.constant(4))
+    assert traced(three[0], three[1], tf.constant(5))["input_word_ids"].shape == (1, 5)
 
 
 def test_from_preset_takes_the_special_ids_of_the_preset_vocabulary(tmp_path):

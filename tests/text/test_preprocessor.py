@@ -277,8 +277,37 @@ def test_bad_seq_length(tiny, bad):
         tiny(["a"], seq_length=bad)
     with pytest.raises(ValueError, match="seq_length must be"):
         BertPreprocessor(TINY_VOCAB, seq_length=bad)
-    with pytest.raises(ValueError, match="too short for 3 segment"):
+    with pytest.raises(ValueError, match=r"seq_length must be at least 7 to hold \[CLS\] a "
+                                         r"\[SEP\] b \[SEP\] c \[SEP\]"):
         tiny((["a"], ["b"], ["c"]), seq_length=3)
+
+
+def test_seq_length_holds_one_token_of_each_text(tiny):
+    """seq_length=2 once packed [CLS] [SEP] alone, and the model predicted from no text: a
+    preprocessor needs at least 3 (5 for pairs, 7 for triples), checked when it is made and,
+    where the number of texts is only known then, when it is called (eagerly, in tf.data, or
+    by a graph assertion for a tensor seq_length)."""
+    for bad in (2, 1, 0):
+        with pytest.raises(ValueError, match=rf"^BertPreprocessor: seq_length must be at least "
+                                             rf"3 to hold \[CLS\] a \[SEP\] .*got {bad}"):
+            BertPreprocessor(TINY_VOCAB, seq_length=bad)
+    short = BertPreprocessor(TINY_VOCAB, seq_length=3)
+    assert short(["a b c"])["input_word_ids"].numpy().tolist() == [[2, 5, 3]]
+    pairs_need = r"BertPreprocessor: seq_length must be at least 5 to hold \[CLS\] a \[SEP\] " \
+                 r"b \[SEP\] \(one token of each of 2 segment\(s\).*got 3"
+    with pytest.raises(ValueError, match=pairs_need):
+        short((["a"], ["b"]))
+    with pytest.raises(ValueError, match=pairs_need):
+        short([["a", "b"]])  # a list of pairs
+    dataset = tf.data.Dataset.from_tensor_slices((["a"], ["b"])).batch(1)
+    with pytest.raises(ValueError, match=pairs_need):
+        dataset.map(lambda a, b: short((a, b)))
+    assert tiny((["a"], ["b"]), seq_length=5)["input_word_ids"].numpy().tolist() == [
+        [2, 5, 3, 6, 3]]
+    traced = tf.function(lambda a, b, n: tiny((a, b), seq_length=n))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"BertPreprocessor: seq_length must be an integer in \[5, "):
+        traced(tf.constant(["a"]), tf.constant(["b"]), tf.constant(4))
 
 
 def test_unknown_keyword_arguments():

@@ -26,3 +26,15 @@ def test_words_cut_off_carry_no_weight():
                   tf.ragged.constant([[1, 0, 2, 3]]))
     assert x["input_word_ids"].numpy()[0].tolist() == [2, 5, 6, 7, 3]
     assert np.asarray(w)[0].tolist() == [0, 1, 1, 1, 0]
+
+
+def test_seq_length_must_hold_one_piece():
+    import pytest
+
+    for bad in (2, 0, "8"):
+        with pytest.raises(ValueError, match="BertTokenClassifierPreprocessor: seq_length must "
+                                             "be at least 3|seq_length must be an integer"):
+            BertTokenClassifierPreprocessor(VOCAB, seq_length=bad)
+    x = BertTokenClassifierPreprocessor(VOCAB, seq_length=3)(tf.ragged.constant([["Paris",
+                                                                                  "is"]]))
+    assert x["input_word_ids"].numpy().tolist() == [[2, 5, 3]]

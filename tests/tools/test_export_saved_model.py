@@ -77,6 +77,14 @@ def test_flag_errors(files, tmp_path):
     _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}",
                              f"--export_dir={tmp_path / 'sentiment'}"),
                        "TF Serving loads a model from numbered version directories")
+    for flags, what in ((["--pairs"], "--pairs"),
+                        (["--task=multiple_choice", "--num_choices=2"],
+                         "--task=multiple_choice")):
+        _assert_flag_error(_tool("--preset=tiny", "--kind=serving", "--task=classification",
+                                 "--num_classes=2", *flags, "--seq_length=4",
+                                 f"--export_dir={tmp_path / 'pairs' / '1'}"),
+                           f"--seq_length=4 is too short for {what}, which packs text pairs: "
+                           "[CLS] a [SEP] b [SEP] needs at least 5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 

@@ -5,7 +5,9 @@ import json
 import pathlib
 import subprocess
 import sys
+import warnings
 
+import keras
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -58,12 +60,33 @@ def test_classification_from_files_writes_every_output(preset, tmp_path):
     metrics = json.loads((model_dir / "metrics.json").read_text())
     assert {"validation_accuracy", "validation_f1", "train_seconds"} <= set(metrics)
     assert "test_accuracy" not in metrics  # the test file has no labels
+    # The run's figures, and the last epoch's loss under a key that says so.
+    assert (metrics["epochs"], metrics["train_steps"], metrics["last_epoch"]["epoch"]) == (1, 1, 1)
+    assert "train_loss" not in metrics and metrics["last_epoch"]["train_loss"] > 0
+    assert "  last_epoch.train_loss: " in result.stdout
     predictions = [json.loads(line) for line in
                    (model_dir / "test_predictions.jsonl").read_text().splitlines()]
     assert len(predictions) == 2 and predictions[0]["prediction"] in ("neg", "pos")
-    assert (model_dir / "model.keras").is_file()
     assert (tmp_path / "export" / "1" / "saved_model.pb").is_file()
     assert list((model_dir / "checkpoints").iterdir())
+    # model.keras holds no optimizer state (--save_optimizer_state keeps it) and loads silently.
+    assert "optimizer" not in _weight_groups(model_dir / "model.keras")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = keras.saving.load_model(model_dir / "model.keras")
+    assert [str(w.message) for w in caught] == []
+    assert loaded.predict(["a great movie"], verbose=0).shape == (1, 2)
+
+
+def _weight_groups(path):
+    import io
+    import zipfile
+
+    import h5py
+
+    with zipfile.ZipFile(path) as archive:
+        with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+            return sorted(weights)
 
 
 def test_regression_pairs_csv(preset, tmp_path):
@@ -72,10 +95,44 @@ def test_regression_pairs_csv(preset, tmp_path):
     train = _write(tmp_path / "stsb.csv", text)
     result = _tool(f"--preset={preset}", "--task=regression", f"--train_file={train}",
                    f"--eval_file={train}", "--text_column=a", "--text_b_column=b",
-                   "--label_column=score", f"--model_dir={tmp_path / 'run'}")
+                   "--label_column=score", f"--model_dir={tmp_path / 'run'}",
+                   "--save_optimizer_state")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert {"validation_pearson", "validation_spearman", "validation_mse"} <= set(metrics)
+    assert "optimizer" in _weight_groups(tmp_path / "run" / "model.keras")
+    resumed = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    assert int(resumed.optimizer.iterations) == 1  # 8 pairs, 1 epoch of batches of 32
+
+
+def test_lora_rank_trains_factors_and_head_and_writes_what_trained(preset, tmp_path):
+    import keras
+    import numpy as np
+
+    import keras_bert
+
+    rows = [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
+    train = _write(tmp_path / "train.tsv", "sentence\tlabel\n" +
+                   "".join(f"{t}\t{label}\n" for t, label in rows))
+    model_dir = tmp_path / "run"
+    result = _tool(f"--preset={preset}", f"--train_file={train}", "--text_column=sentence",
+                   f"--model_dir={model_dir}", "--lora_rank=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    # 2 blocks x query, value x (16x2 + 2x16) factors, and the 16x2 + 2 head.
+    trainable = 2 * 2 * (16 * 2 + 2 * 16) + 34
+    assert result.stdout.startswith(f"BertClassifier from '{preset}' with LoRA rank 2 "
+                                    f"({trainable:,} of ")
+    assert f"{model_dir}/model.keras, model.lora.h5 and metrics.json" in result.stdout
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert metrics["lora_rank"] == 2 and metrics["learning_rate"] == 5e-4
+    assert metrics["trainable_parameters"] == trainable < metrics["parameters"]
+    # model.lora.h5 onto a fresh model of the preset is the model that trained.
+    texts = [t for t, _ in rows]
+    saved = keras.saving.load_model(model_dir / "model.keras")
+    fresh = keras_bert.BertClassifier.from_preset(str(preset), seq_length=16)
+    fresh.load_lora_weights(str(model_dir / "model.lora.h5"))
+    np.testing.assert_allclose(fresh.predict(texts, verbose=0), saved.predict(texts, verbose=0),
+                               atol=1e-5)
 
 
 def test_tagging_and_multiple_choice_jsonl(preset, tmp_path):
@@ -121,6 +178,13 @@ def test_tfds_set_through_mock_data(preset, tmp_path):
      "finetune.py: {d}/r.tsv line 2: label 'high' is not a number."),
     (lambda p, d: ["--tfds_name=glue/sst3"],
      "finetune.py: --tfds_name='glue/sst3' is not a set whose columns are known"),
+    (lambda p, d: ["--train_file=" + _write(d / "p.tsv", "a\tb\tlabel\nx\ty\t1\n"),
+                   "--text_column=a", "--text_b_column=b", "--seq_length=4"],
+     "finetune.py: --seq_length=4 is too short for text pairs: [CLS] a [SEP] b [SEP] needs "
+     "at least 5"),
+    (lambda p, d: ["--task=squad", f"--train_file={d / 'squad.json'}", "--seq_length=4"],
+     "finetune.py: BertSpanLabeler packs (question, context) pairs, [CLS] q [SEP] c [SEP]: "
+     "its preprocessor's seq_length must be at least 5, got 4"),
 ])
 def test_bad_data_is_one_line(preset, tmp_path, make_flags, message):
     result = _tool(f"--preset={preset}", f"--model_dir={tmp_path / 'run'}",
@@ -134,6 +198,10 @@ def test_flag_errors(preset, tmp_path):
     result = _tool(f"--preset={preset}", f"--model_dir={tmp_path}")
     assert result.returncode == 1
     assert "Give --tfds_name or --train_file" in result.stderr
+    result = _tool(f"--preset={preset}", f"--model_dir={tmp_path}", "--tfds_name=glue/sst2",
+                   "--lora_rank=-1")
+    assert result.returncode == 1
+    assert "flag --lora_rank=-1: -1 is not a non-negative integer" in result.stderr
 
 
 def _squad_json(version_2=False):

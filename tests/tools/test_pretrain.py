@@ -55,16 +55,25 @@ def _progress(model_dir):
 
 def test_trains_on_records_of_the_original_script(phase_one):
     import keras_bert
+    from keras_bert.training import pretraining_run
 
     model_dir, result = phase_one
     lines = [line for line in result.stdout.splitlines() if line.startswith("step ")]
     assert [line.split()[1] for line in lines] == [f"{i}/12" for i in range(2, 13, 2)]
     assert "seq/s" in lines[0] and "loss" in lines[0]
     metrics = json.loads((model_dir / "metrics.json").read_text())
-    assert metrics["global_step"] == 12
+    # The run's counts, and the last loop's figures under a key that says so: a 12-step run
+    # in loops of 2 once said "train_steps: 2".
+    assert (metrics["total_train_steps"], metrics["train_steps_this_run"]) == (12, 12)
+    last_loop = metrics["last_loop"]
+    assert (last_loop["first_step"], last_loop["last_step"], last_loop["steps"],
+            last_loop["sequences"]) == (11, 12, 2, 2 * metrics["train_batch_size"])
+    assert set(metrics) - {k for k in metrics if k.startswith("eval_")} == set(
+        pretraining_run.METRICS_KEYS)
     for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
                  "next_sentence_loss"):
-        assert np.isfinite(metrics[f"eval_{name}"]) and np.isfinite(metrics[f"train_{name}"])
+        assert np.isfinite(metrics[f"eval_{name}"]) and np.isfinite(last_loop[name])
+    assert "  last_loop.loss: " in result.stdout and "  total_train_steps: 12" in result.stdout
     assert [p["step"] for p in _progress(model_dir)] == list(range(2, 13, 2))
     assert sorted(os.listdir(model_dir / "logs")) == ["eval", "train"]
     assert {f"ckpt-{i}.index" for i in (4, 8, 12)} <= set(os.listdir(model_dir / "checkpoints"))
@@ -86,7 +95,8 @@ def test_phase_two_continues_from_phase_one_at_a_longer_length(data, phase_one, 
                             f"--init_checkpoint={model_dir}", "--input_format=text",
                             f"--input_file={data['corpus']}")
     assert result.returncode == 0, result.stderr[-3000:]  # raw text, dynamic masking
-    assert json.loads((tmp_path / "phase2" / "metrics.json").read_text())["global_step"] == 3
+    assert json.loads((tmp_path / "phase2" / "metrics.json").read_text())[
+        "total_train_steps"] == 3
     before, after = cases.encoder_weights(model_dir), cases.encoder_weights(tmp_path / "phase2")
     assert set(before) == set(after)
     for name in before:
@@ -145,11 +155,12 @@ def test_two_workers_multi_worker_mirrored_finish_and_agree(data, tmp_path):
 
     def final(out):
         return {line.split(":")[0].strip(): line.split(":")[1].strip()
-                for line in out.splitlines() if line.startswith("  train_")}
+                for line in out.splitlines() if line.startswith("  last_loop.")}
 
-    assert final(outputs[0][0]) and final(outputs[0][0])["train_loss"] == final(
-        outputs[1][0])["train_loss"]
-    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["global_step"] == 6
+    assert final(outputs[0][0]) and final(outputs[0][0])["last_loop.loss"] == final(
+        outputs[1][0])["last_loop.loss"]
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())[
+        "total_train_steps"] == 6
     assert not (tmp_path / "run" / "workers").exists()  # worker 1's scratch checkpoints
 
 
@@ -178,6 +189,9 @@ def test_kill_9_then_the_same_command_resumes_and_matches_an_uninterrupted_run(
     steps_run = [int(line.split()[1].split("/")[0]) for line in resumed.stdout.splitlines()
                  if line.startswith("step ")]
     assert steps_run[0] == step + 2 and steps_run[-1] == 12
+    metrics = json.loads((tmp_path / "killed" / "metrics.json").read_text())
+    assert (metrics["total_train_steps"], metrics["train_steps_this_run"]) == (12, 12 - step)
+    assert (metrics["last_loop"]["first_step"], metrics["last_loop"]["steps"]) == (11, 2)
 
     resumed_weights = cases.encoder_weights(tmp_path / "killed")
     whole_weights = cases.encoder_weights(phase_one[0])

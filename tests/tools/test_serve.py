@@ -112,3 +112,38 @@ def test_startup_errors_name_the_problem(model_root, tmp_path):
             assert "Traceback" not in err, (name, err)
     finally:
         busy.close()
+
+
+def test_serves_a_litert_model_with_prefer_tflite_model(litert_version, tmp_path):
+    import shutil
+
+    from keras_bert.export import litert_model
+
+    version, tflite = litert_version
+    shutil.copytree(version, tmp_path / "sentiment" / "1")
+    (tmp_path / "lite" / "1").mkdir(parents=True)
+    shutil.copy(tflite, tmp_path / "lite" / "1" / "model.tflite")
+    server = ServerProcess("--model_name=sentiment",
+                           f"--model_base_path={tmp_path / 'sentiment'}", "--port=0",
+                           f"--rest_api_port={free_port()}",
+                           "--prefer_tflite_model").start(rest=True)
+    try:
+        status, answer = http(f"{server.rest_url}/v1/models/sentiment:predict",
+                              {"instances": SENTENCES})
+        assert status == 200, answer
+        want = litert_model.load(tflite)(text=SENTENCES)
+        np.testing.assert_allclose([p["logits"] for p in answer["predictions"]],
+                                   want["logits"], atol=1e-6)
+    finally:
+        code, out, err = server.stop()
+    assert code == 0, err
+    assert re.search(r"Serving model 'sentiment' version\(s\) \[1\] from .*sentiment "
+                     r"\(model\.tflite\)", out), out
+    assert re.search(r"serving version 1 from .*sentiment/1/model\.tflite", out), out
+    process = _fails(f"--model_base_path={tmp_path / 'lite'}", "--port=0")
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 1, (out, err)
+    assert re.search(r"serve\.py: model 'default': version 1 at .*lite/1 does not load: "
+                     r"FileNotFoundError: .*lite/1 holds only model\.tflite \(a LiteRT "
+                     r"model\) and no saved_model\.pb: serve it with --prefer_tflite_model",
+                     err), err

@@ -30,6 +30,21 @@ def test_fine_tune_sizes_the_schedule_and_writes_checkpoints_and_logs(tmp_path):
                                                             "epoch-2.weights.h5"]
     assert os.listdir(tmp_path / "logs")
     assert history.train_seconds > 0 and "val_accuracy" in history.history
+    assert len(history.epoch_seconds) == 2 and history.learning_rate == 1e-3
+
+
+def test_fine_tune_default_learning_rate_follows_lora():
+    model = _model()
+    model.enable_lora(2)
+    texts = POSITIVE + NEGATIVE
+    labels = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
+    history = finetune.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
+    assert history.learning_rate == model.default_learning_rate() == 5e-4
+    assert model.optimizer.learning_rate_schedule.peak_learning_rate == 5e-4
+    summary = finetune.trainable_summary(model)
+    assert summary == {"lora_rank": 2, "trainable_parameters": 2 * 2 * (16 * 2 + 2 * 16) + 34,
+                       "parameters": summary["parameters"]}
+    assert finetune.trainable_summary(_model())["lora_rank"] == 0
 
 
 def test_scores_per_task():
@@ -55,6 +70,69 @@ def test_scores_per_task():
     assert s["spearman"] == pytest.approx(1.0) and 0.9 < s["pearson"] < 1.0
 
 
+def _weights_bytes(model):
+    return sum(w.nbytes for w in model.get_weights())
+
+
+def _h5_groups(path):
+    import io
+    import zipfile
+
+    import h5py
+
+    with zipfile.ZipFile(path) as archive:
+        with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+            return sorted(weights)
+
+
+def test_model_keras_leaves_the_optimizer_out_and_loads_without_warnings(tmp_path):
+    """model.keras of a fine-tuning run once held AdamW's two moments per weight (three times
+    the model) and warned on loading ("Skipping variable loading for optimizer"): by default
+    it is the model's size and loads silently, on either load path; include_optimizer=True
+    keeps the state, to resume where training stopped."""
+    import logging
+    import warnings
+
+    import keras
+
+    model = BertClassifier(tiny_encoder(hidden_size=128, intermediate_size=256), 2,
+                           preprocessor=BertPreprocessor(VOCAB, seq_length=16))
+    texts = POSITIVE + NEGATIVE
+    labels = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
+    finetune.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
+    path = finetune.save_model(model, str(tmp_path / "run"))
+    assert path == str(tmp_path / "run" / "model.keras")
+    resumable = finetune.save_model(model, str(tmp_path / "resumable"), include_optimizer=True)
+    assert int(model.optimizer.iterations) == 2 and model.compiled  # the model keeps its own
+    weights = _weights_bytes(model)
+    assert os.path.getsize(path) < 1.2 * weights  # weights, config and vocabulary
+    assert os.path.getsize(resumable) > 2.5 * weights  # and AdamW's two moments per weight
+    assert "optimizer" not in _h5_groups(path) and "optimizer" in _h5_groups(resumable)
+
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    logging.getLogger().addHandler(handler)  # absl, keras and tensorflow log through it
+    try:
+        for compile in (True, False):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                loaded = keras.saving.load_model(path, compile=compile)
+            assert [str(w.message) for w in caught] == [] and records == [], compile
+        with warnings.catch_warnings(record=True) as caught:  # the check sees a warning:
+            warnings.simplefilter("always")  # a saved state declined by compile=False
+            keras.saving.load_model(resumable, compile=False)
+        assert any("Skipping variable loading for optimizer" in str(w.message) for w in caught)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    np.testing.assert_allclose(loaded.predict(texts, verbose=0),
+                               model.predict(texts, verbose=0), atol=1e-5)
+    assert int(loaded.optimizer.iterations) == 0  # a fresh optimizer, the default recipe
+    loaded.fit(texts, labels, batch_size=8, verbose=0)  # and it trains on
+    resumed = keras.saving.load_model(resumable)
+    assert int(resumed.optimizer.iterations) == 2
+    np.testing.assert_allclose(resumed.optimizer.variables[-1].numpy(),
+                               model.optimizer.variables[-1].numpy())
 
 
 def test_a_run_from_and_to_ram_writes_every_output_there_and_nothing_locally(tmp_path,

@@ -129,8 +129,8 @@ def test_resume_with_another_batch_size_is_refused(tmp_path):
         save_checkpoints_steps=2)
     lines = []
     metrics = pretrain(options, log=lines.append)
-    assert metrics["global_step"] == 2 and lines[0].startswith("step 2/2")
-    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["global_step"] == 2
+    assert metrics["total_train_steps"] == 2 and lines[0].startswith("step 2/2")
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["total_train_steps"] == 2
     options.train_batch_size, options.num_train_steps = 2, 4
     with pytest.raises(PretrainingError, match="was trained with --train_batch_size=4, this "
                                                "command says 2"):
@@ -163,12 +163,12 @@ def test_a_run_on_ram_reads_and_writes_only_there_and_its_model_loads_back(tmp_p
                 "bert_model.ckpt.index", "vocab.txt", "keras_bert.json", "metrics.json",
                 "progress.jsonl", "checkpoints", "logs"} <= set(files), files
         assert not [name for name in files if name.startswith(".tmp-")]
-        assert storage.read_json(f"{root}/run/metrics.json")["global_step"] == 2
+        assert storage.read_json(f"{root}/run/metrics.json")["total_train_steps"] == 2
         assert [json.loads(line)["step"] for line in
                 storage.read_text(f"{root}/run/progress.jsonl").splitlines()] == [1, 2]
         assert storage.glob(f"{root}/run/checkpoints/ckpt-2.index")
         encoder = keras_bert.BertEncoder.from_preset(f"{root}/run")
-        assert encoder.bert_config.hidden_size == 16 and metrics["global_step"] == 2
+        assert encoder.bert_config.hidden_size == 16 and metrics["total_train_steps"] == 2
         assert encoder.vocabulary == storage.read_text(vocab).splitlines()
         np.testing.assert_array_equal(
             encoder.get_canonical_weights()["bert/pooler/dense/bias"],

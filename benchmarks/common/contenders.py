@@ -1,0 +1,340 @@
+"""The contenders of benchmarks/serve_cpu.py: one fine-tuned classifier served each way.
+
+Each entry of `ALL` takes the shared `Setup` and returns a runner, ``texts (a list of str)
+-> probabilities (numpy [len(texts), num_classes])``, or raises `Unavailable` with the
+reason (a missing package, a format the model cannot take). The peers get exactly the
+keras_bert model's weights (its encoder written in Hugging Face's format, its head copied),
+the same vocabulary and casing, and the same longest length; every runner pads each batch
+to its longest text.
+"""
+
+import functools
+import os
+
+import numpy as np
+
+
+# --model values that name a model built here instead of a .keras file.
+BUILT_MODELS = ("minilm_l6", "tiny")
+
+
+class Unavailable(Exception):
+    """A contender that cannot run here (the message says why)."""
+
+
+def softmax(logits):
+    logits = np.asarray(logits, dtype=np.float64)
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def concat(outputs):
+    return np.concatenate(outputs, axis=0)
+
+
+class Setup:
+    """What the contenders share, each built once on first use: the keras_bert model, its
+    Hugging Face copy, the ONNX file, the fast tokenizer."""
+
+    def __init__(self, model_path, seq_length, threads, workdir):
+        self.model_path = model_path
+        self.seq_length = seq_length
+        self.threads = threads
+        self.workdir = workdir
+
+    def keras_model(self, quantized=False):
+        """A fresh copy of the classifier, its preprocessor packing at most seq_length."""
+        import keras
+        import keras_bert
+
+        if self.model_path == "tiny":
+            from tests.export.serving_models import tiny_classifier
+
+            model = tiny_classifier(seq_length=self.seq_length)
+        elif self.model_path == "minilm_l6":
+            keras.utils.set_random_seed(0)
+            model = keras_bert.BertClassifier.from_preset("minilm_l6", num_classes=2)
+        else:
+            model = keras.saving.load_model(self.model_path)
+        model.preprocessor = keras_bert.BertPreprocessor(model.preprocessor.tokenizer,
+                                                         seq_length=self.seq_length)
+        if quantized:
+            model.quantize("int8")
+        return model
+
+    @functools.cached_property
+    def model(self):
+        return self.keras_model()
+
+    @functools.cached_property
+    def hf_dir(self):
+        """The encoder in Hugging Face's format, with the vocabulary."""
+        from keras_bert import storage
+        from keras_bert.checkpoints import huggingface
+
+        directory = os.path.join(self.workdir, "hf")
+        encoder = self.model.encoder
+        vocab = os.path.join(self.workdir, "vocab.txt")
+        storage.write_text(vocab, "\n".join(self.model.preprocessor.tokenizer.vocabulary) + "\n")
+        huggingface.write_directory(directory, encoder.bert_config,
+                                    encoder.get_canonical_weights(), vocab_path=vocab)
+        return directory
+
+    @functools.cached_property
+    def hf_tokenizer(self):
+        from transformers import BertTokenizerFast
+
+        return BertTokenizerFast(os.path.join(self.hf_dir, "vocab.txt"),
+                                 do_lower_case=self.model.preprocessor.tokenizer.do_lower_case)
+
+    def hf_model(self):
+        """``BertForSequenceClassification`` with the keras_bert model's weights, in eval mode."""
+        import torch
+        import transformers
+        from transformers import BertForSequenceClassification
+
+        transformers.logging.set_verbosity_error()  # the head is copied in below
+        transformers.utils.logging.disable_progress_bar()
+
+        torch.set_num_threads(self.threads)
+        head = self.model.logits
+        model = BertForSequenceClassification.from_pretrained(
+            self.hf_dir, num_labels=head.units, attn_implementation="eager")
+        with torch.no_grad():
+            model.classifier.weight.copy_(torch.from_numpy(np.asarray(head.kernel).T.copy()))
+            model.classifier.bias.copy_(torch.from_numpy(np.asarray(head.bias).copy()))
+        return model.eval()
+
+    def tokenize(self, texts, tensors):
+        return self.hf_tokenizer(texts, padding="longest", truncation=True,
+                                 max_length=self.seq_length, return_tensors=tensors)
+
+    @functools.cached_property
+    def onnx_fp32(self):
+        import torch
+
+        model = self.hf_model()
+        path = os.path.join(self.workdir, "model.onnx")
+        example = self.tokenize(["a first text", "and a second, longer one"], "pt")
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        axes = {n: {0: "batch", 1: "sequence"} for n in names}
+        axes["logits"] = {0: "batch"}
+        torch.onnx.export(model, tuple(example[n] for n in names), path, input_names=names,
+                          output_names=["logits"], dynamic_axes=axes, opset_version=17,
+                          dynamo=False)
+        return path
+
+    @functools.cached_property
+    def onnx_int8(self):
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        path = os.path.join(self.workdir, "model.int8.onnx")
+        quantize_dynamic(self.onnx_fp32, path, weight_type=QuantType.QInt8)
+        return path
+
+
+def _needs(*modules):
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Unavailable(f"{', '.join(missing)} not installed (pip install -r "
+                          "requirements-test.txt)")
+
+
+def _saved_model_runner(setup, quantized):
+    import tensorflow as tf
+
+    model = setup.keras_model(quantized=quantized)
+    path = model.export(os.path.join(setup.workdir, "int8" if quantized else "fp32", "1"))
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
+
+
+def keras_bert_fp32(setup):
+    return _saved_model_runner(setup, quantized=False)
+
+
+def keras_bert_int8(setup):
+    return _saved_model_runner(setup, quantized=True)
+
+
+def _litert_runner(setup, quantize):
+    _needs("ai_edge_litert")
+    from keras_bert.export import litert_model
+
+    path = os.path.join(setup.workdir, f"model.{quantize or 'fp32'}.tflite")
+    setup.model.export(path, format="litert", quantize=quantize)
+    runner = litert_model.load(path, num_threads=setup.threads)
+    return lambda texts: runner(text=texts)["probabilities"]
+
+
+def litert_fp32(setup):
+    return _litert_runner(setup, None)
+
+
+def litert_int8(setup):
+    return _litert_runner(setup, "int8")
+
+
+def hf_torch(setup, compiled=False):
+    _needs("torch", "transformers")
+    import torch
+
+    model = setup.hf_model()
+    if compiled:
+        model = torch.compile(model)
+
+    def run(texts):
+        with torch.inference_mode():
+            return softmax(model(**setup.tokenize(texts, "pt")).logits.numpy())
+    return run
+
+
+def torch_compile(setup):
+    return hf_torch(setup, compiled=True)
+
+
+def _ort_runner(setup, path):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = setup.threads
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+
+    def run(texts):
+        encoded = setup.tokenize(texts, "np")
+        feeds = {n: encoded[n].astype(np.int64) for n in names}
+        return softmax(session.run(["logits"], feeds)[0])
+    return run
+
+
+def ort_fp32(setup):
+    _needs("onnxruntime", "onnx", "torch", "transformers")
+    return _ort_runner(setup, setup.onnx_fp32)
+
+
+def ort_int8(setup):
+    _needs("onnxruntime", "onnx", "torch", "transformers")
+    return _ort_runner(setup, setup.onnx_int8)
+
+
+# name -> (setup -> runner). The kind and precision of each are in `KINDS`.
+ALL = {
+    "keras_bert_fp32": keras_bert_fp32,
+    "keras_bert_int8": keras_bert_int8,
+    "litert_fp32": litert_fp32,
+    "litert_int8": litert_int8,
+    "hf_torch": hf_torch,
+    "torch_compile": torch_compile,
+    "ort_fp32": ort_fp32,
+    "ort_int8": ort_int8,
+}
+# name -> (ours, precision, the float32 contender it is the quantized form of)
+KINDS = {
+    "keras_bert_fp32": (True, "fp32", None),
+    "keras_bert_int8": (True, "int8", "keras_bert_fp32"),
+    "litert_fp32": (True, "fp32", None),
+    "litert_int8": (True, "int8", "litert_fp32"),
+    "hf_torch": (False, "fp32", None),
+    "torch_compile": (False, "fp32", None),
+    "ort_fp32": (False, "fp32", None),
+    "ort_int8": (False, "int8", "ort_fp32"),
+}
+
+
+def summarize(runners, rates, latency, predictions, labels):
+    """One row per contender: texts/s, ratio to the fastest peer, batch-1 ms, accuracy,
+    agreement with its float32 model."""
+    peers = [n for n in runners if not KINDS[n][0]]
+    fastest = max((rates[n] for n in peers), default=None)
+    rows = []
+    for name in runners:
+        ours, precision, fp32 = KINDS[name]
+        argmax = predictions[name].argmax(axis=-1)
+        agreement = None
+        if fp32 in predictions:
+            agreement = float((argmax == predictions[fp32].argmax(axis=-1)).mean())
+        rows.append({
+            "contender": name, "ours": ours, "precision": precision,
+            "texts_per_s": round(rates[name], 1),
+            "vs_fastest_peer": round(rates[name] / fastest, 3) if fastest else None,
+            "batch1_median_ms": round(latency[name], 2),
+            "accuracy": None if labels is None
+            else round(float((argmax == np.asarray(labels)).mean()), 4),
+            "agreement_with_fp32": None if agreement is None else round(agreement, 4),
+        })
+    return rows
+
+
+def print_table(rows):
+    print()
+    print("| contender | ours | texts/s (batch 32) | vs fastest peer | batch-1 median ms "
+          "| test accuracy | argmax agreement with fp32 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        ratio = "n/a" if r["vs_fastest_peer"] is None else f"{r['vs_fastest_peer']:.2f}x"
+        accuracy = "n/a" if r["accuracy"] is None else f"{100 * r['accuracy']:.2f}%"
+        agree = ("" if r["agreement_with_fp32"] is None
+                 else f"{100 * r['agreement_with_fp32']:.1f}%")
+        print(f"| {r['contender']} | {'yes' if r['ours'] else ''} | {r['texts_per_s']:.1f} | "
+              f"{ratio} | {r['batch1_median_ms']:.2f} | {accuracy} | {agree} |")
+    print()
+
+
+def targets(rows):
+    """The ratios the serving targets are stated in (None where a contender did not run)."""
+    by = {r["contender"]: r for r in rows}
+    ours = [r for r in rows if r["ours"]]
+    fp32_peers = [r for r in rows if not r["ours"] and r["precision"] == "fp32"]
+
+    def ratio(a, b, key="texts_per_s"):
+        return round(a[key] / b[key], 3) if a and b else None
+
+    fastest_ours = max(ours, key=lambda r: r["texts_per_s"], default=None)
+    quickest_ours = min(ours, key=lambda r: r["batch1_median_ms"], default=None)
+    ort8 = by.get("ort_int8")
+    return {
+        "fastest_ours": fastest_ours and fastest_ours["contender"],
+        "fastest_ours_vs_ort_int8": ratio(fastest_ours, ort8),
+        "fastest_ours_accuracy_loss_points": _loss(by.get("keras_bert_fp32"), fastest_ours),
+        "quickest_ours_batch1": quickest_ours and quickest_ours["contender"],
+        "quickest_ours_batch1_ms": quickest_ours and quickest_ours["batch1_median_ms"],
+        "ort_int8_batch1_ms": ort8 and ort8["batch1_median_ms"],
+        "keras_bert_int8_vs_fp32": ratio(by.get("keras_bert_int8"), by.get("keras_bert_fp32")),
+        "keras_bert_fp32_vs_fastest_fp32_peer": ratio(
+            by.get("keras_bert_fp32"), max(fp32_peers, key=lambda r: r["texts_per_s"],
+                                           default=None)),
+    }
+
+
+def _loss(reference, row):
+    """Accuracy points ``row`` loses against ``reference`` (None without both, or labels)."""
+    if not reference or not row or reference["accuracy"] is None:
+        return None
+    return round(100 * (reference["accuracy"] - row["accuracy"]), 2)
+
+
+def describe_targets(t):
+    lines = ["Targets (ratios in this run):"]
+
+    def show(label, value, bar, higher=True):
+        if value is None:
+            lines.append(f"  {label}: not measured")
+            return
+        met = value >= bar if higher else value <= bar
+        lines.append(f"  {label}: {value} ({'met' if met else 'not met'}; bar {bar})")
+
+    show(f"fastest of ours ({t['fastest_ours']}) / ONNX Runtime int8, texts/s",
+         t["fastest_ours_vs_ort_int8"], 1.0)
+    show("  its accuracy loss against keras_bert fp32, points",
+         t["fastest_ours_accuracy_loss_points"], 0.5, higher=False)
+    if t["quickest_ours_batch1_ms"] is not None and t["ort_int8_batch1_ms"] is not None:
+        show(f"batch-1 median of our quickest ({t['quickest_ours_batch1']}) / ONNX Runtime int8's",
+             round(t["quickest_ours_batch1_ms"] / t["ort_int8_batch1_ms"], 3), 1.0, higher=False)
+    show("keras_bert int8 / keras_bert fp32, texts/s", t["keras_bert_int8_vs_fp32"], 1.8)
+    show("keras_bert fp32 / fastest fp32 peer, texts/s",
+         t["keras_bert_fp32_vs_fastest_fp32_peer"], 1.0)
+    return lines

@@ -1,0 +1,212 @@
+"""End-to-end CPU serving: strings in, probabilities out, keras_bert beside what a CPU user
+picks instead.
+
+One fine-tuned classifier (by default the ``make demo`` model, all-MiniLM-L6-v2 with a
+2-class head) served every way, on the movie-review test texts, tokenization included in
+every figure:
+
+* keras_bert: its serving SavedModel (``model.export``, ``serving_default`` on strings) in
+  float32 and after ``model.quantize("int8")``; its LiteRT model with the tokenizer inside
+  (``model.export(format="litert")``) in float32 and int8 (dynamic range), run in
+  ai-edge-litert's interpreter with tensorflow-text's kernels;
+* Hugging Face: ``BertForSequenceClassification`` with the same weights, torch eager and
+  ``torch.compile``, with the fast (Rust) tokenizer;
+* ONNX Runtime: the same model exported with ``torch.onnx.export``, float32 and int8
+  (``onnxruntime.quantization.quantize_dynamic``), with the ``tokenizers`` fast tokenizer.
+
+Every contender pads each batch to its longest text (at most ``--seq_length`` tokens).
+Batch 32: texts/s over the whole test split, the best of ``--rounds`` interleaved rounds
+(each round runs every contender, the order reversed every round). Batch 1: the median
+latency of single texts, the same texts for everyone, interleaved text by text. Then the
+test accuracy of each contender's predictions, and the argmax agreement of each quantized
+model with its own float32 model.
+
+    python benchmarks/serve_cpu.py                         # after `make demo`
+    python benchmarks/serve_cpu.py --model=path/to/model.keras --contenders=keras_bert_fp32,ort_int8
+
+The CPU's model name and the flags that decide the int8 and bfloat16 paths (AVX-512 VNNI,
+AVX-512 BF16, AMX) are printed first: figures from different CPUs do not compare. The last
+line is one JSON object of every figure. Measured figures: docs/benchmarks.md.
+"""
+
+# The repository root in place of this folder on the import path: see
+# benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
+
+harness.start()  # before TensorFlow: keep its C++ logging out of the table
+
+import os  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+from absl import flags, logging  # noqa: E402
+
+from benchmarks.common import contenders as contenders_lib  # noqa: E402
+
+FLAGS = flags.FLAGS
+harness.define_flags(batch_size=32, seq_length=128, rounds=3)
+flags.DEFINE_string("model", str(harness.REPO / "demo_model" / "model.keras"),
+                    "A fine-tuned BertClassifier (.keras); or 'minilm_l6' for it with an "
+                    "untrained 2-class head, 'tiny' for a random 2-layer model (accuracy is "
+                    "then meaningless; agreement still counts).")
+flags.DEFINE_enum("data", "movie_reviews", ["movie_reviews", "wikipedia"],
+                  "The texts: the movie-review test split (labelled), or the tests' Wikipedia "
+                  "lines (no labels: no accuracy).")
+flags.DEFINE_list("contenders", list(contenders_lib.ALL),
+                  f"Which to run, of: {', '.join(contenders_lib.ALL)}.")
+flags.DEFINE_integer("max_texts", 0, "Use the first N test texts only (0: all).")
+flags.DEFINE_integer("latency_texts", 200, "Single texts timed for the batch-1 latency.")
+flags.DEFINE_integer("threads", 0, "Threads for every runtime (0: the CPU count).")
+
+
+def cpu_description():
+    """The CPU's model name and which of the int8/bf16-relevant instruction sets it has."""
+    model, cpu_flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown":
+                    model = value.strip()
+                elif key.strip() == "flags" and not cpu_flags:
+                    cpu_flags = set(value.split())
+    except OSError:
+        pass
+    wanted = {"AVX-512F": "avx512f", "AVX-512 VNNI": "avx512_vnni", "AVX-VNNI": "avx_vnni",
+              "AVX-512 BF16": "avx512_bf16", "AMX-BF16": "amx_bf16", "AMX-INT8": "amx_int8"}
+    have = {name: flag in cpu_flags for name, flag in wanted.items()}
+    return model, have
+
+
+def load_texts():
+    """The texts and their labels (None for unlabelled data)."""
+    if FLAGS.data == "wikipedia":
+        from tests.text.corpus import wikipedia_lines
+
+        texts = [line[:400] for line in wikipedia_lines() if len(line) > 20][:1000]
+        labels = None
+    else:
+        from keras_bert.data import movie_reviews
+
+        texts, labels = movie_reviews.load()["test"]
+        texts, labels = list(texts), [int(y) for y in labels]
+    if FLAGS.max_texts:
+        texts = texts[:FLAGS.max_texts]
+        labels = labels and labels[:FLAGS.max_texts]
+    return texts, labels
+
+
+def batches(texts, size):
+    return [texts[i:i + size] for i in range(0, len(texts), size)]
+
+
+def time_batch32(runners, texts):
+    """texts/s of each runner over ``texts`` in batches, best of interleaved rounds; and each
+    runner's predictions (argmax) from its last round."""
+    chunks = batches(texts, FLAGS.batch_size)
+    best = {name: 0.0 for name in runners}
+    predictions = {}
+    order = list(runners)
+    for name in order:  # warm-up: traces, compiles, first allocations
+        for chunk in chunks[:3]:
+            runners[name](chunk)
+    for _ in range(FLAGS.rounds):
+        order.reverse()
+        for name in order:
+            run = runners[name]
+            outs = []
+            start = time.perf_counter()
+            for chunk in chunks:
+                outs.append(run(chunk))
+            seconds = time.perf_counter() - start
+            best[name] = max(best[name], len(texts) / seconds)
+            predictions[name] = contenders_lib.concat(outs)
+    return best, predictions
+
+
+def time_batch1(runners, texts):
+    """Median milliseconds of one text per call, interleaved text by text."""
+    times = {name: [] for name in runners}
+    order = list(runners)
+    for name in order:
+        for text in texts[:5]:
+            runners[name]([text])
+    for i, text in enumerate(texts):
+        for name in (order if i % 2 else reversed(order)):
+            start = time.perf_counter()
+            runners[name]([text])
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main(argv):
+    del argv
+    import keras_bert  # first: loads TensorFlow without its C++ start-up lines
+
+    # ONNX Runtime's quantizer logs every tensor and advises pre-processing; the torch
+    # exporter, Keras' quantize and transformers warn about what this script does on purpose.
+    logging.set_verbosity(logging.ERROR)
+    warnings.simplefilter("ignore")
+    unknown = sorted(set(FLAGS.contenders) - set(contenders_lib.ALL))
+    if unknown:
+        sys.exit(f"serve_cpu.py: unknown --contenders {unknown}; choose from "
+                 f"{', '.join(contenders_lib.ALL)}")
+    if FLAGS.model not in contenders_lib.BUILT_MODELS and not os.path.exists(FLAGS.model):
+        sys.exit(f"serve_cpu.py: --model={FLAGS.model} does not exist: run `make demo` first "
+                 "(it writes demo_model/model.keras), pass another fine-tuned BertClassifier, "
+                 "or --model=minilm_l6 for it with an untrained head.")
+    threads = FLAGS.threads or os.cpu_count() or 1
+    cpu, have = cpu_description()
+    print(f"CPU: {cpu}; {os.cpu_count()} logical CPUs; threads per runtime: {threads}")
+    print("CPU flags: " + ", ".join(f"{name} {'yes' if on else 'no'}"
+                                     for name, on in have.items()))
+    texts, labels = load_texts()
+    what = "movie-review test snippets" if FLAGS.data == "movie_reviews" else "Wikipedia lines"
+    print(f"texts: {len(texts)} {what}; batch {FLAGS.batch_size}; "
+          f"at most {FLAGS.seq_length} tokens, each batch padded to its longest", flush=True)
+
+    workdir = tempfile.mkdtemp(prefix="serve_cpu_")
+    setup = contenders_lib.Setup(FLAGS.model, FLAGS.seq_length, threads, workdir)
+    runners, setup_seconds, skipped = {}, {}, {}
+    for name in FLAGS.contenders:
+        start = time.perf_counter()
+        try:
+            with keras_bert.backend.quiet_native_stderr():  # TF's and ORT's one-off notices
+                runners[name] = contenders_lib.ALL[name](setup)
+        except contenders_lib.Unavailable as why:
+            skipped[name] = str(why)
+            print(f"skipping {name}: {why}", flush=True)
+            continue
+        setup_seconds[name] = time.perf_counter() - start
+        print(f"ready: {name} ({setup_seconds[name]:.1f} s)", flush=True)
+    if not runners:
+        sys.exit("serve_cpu.py: no contender could be set up")
+
+    with keras_bert.backend.quiet_native_stderr():  # first calls: LiteRT's delegate notice
+        for run in runners.values():
+            run(texts[:FLAGS.batch_size])
+            run(texts[:1])
+    rates, predictions = time_batch32(runners, texts)
+    latency = time_batch1(runners, texts[:FLAGS.latency_texts])
+    rows = contenders_lib.summarize(runners, rates, latency, predictions, labels)
+    contenders_lib.print_table(rows)
+    summary = contenders_lib.targets(rows)
+    for line in contenders_lib.describe_targets(summary):
+        print(line)
+    harness.print_summary({
+        "cpu": cpu, "cpu_flags": have, "threads": threads, "texts": len(texts),
+        "batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
+        "model": FLAGS.model, "data": FLAGS.data, "rows": rows,
+        "targets": summary, "skipped": skipped,
+        "setup_seconds": {k: round(v, 1) for k, v in setup_seconds.items()}})
+
+
+if __name__ == "__main__":
+    harness.run(main)
