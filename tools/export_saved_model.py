@@ -1,5 +1,6 @@
 """Exports a keras_bert model as a SavedModel: the encoder (TF Hub BERT encoder format), the
-preprocessing model (TF Hub BERT preprocessing format), or the end-to-end serving model.
+preprocessing model (TF Hub BERT preprocessing format), or the end-to-end serving model; or
+as a LiteRT model with the tokenizer inside (``--kind=litert``).
 
     python tools/export_saved_model.py --model_file=run/model.keras --kind=serving \
         --export_dir=/models/sentiment/1
@@ -9,11 +10,15 @@ preprocessing model (TF Hub BERT preprocessing format), or the end-to-end servin
         --export_dir=/tmp/minilm_encoder
     python tools/export_saved_model.py --preset=minilm_l6 --kind=preprocessor \
         --seq_length=128 --export_dir=/tmp/minilm_preprocess
+    python tools/export_saved_model.py --model_file=run/model.keras --kind=litert \
+        --quantize=int8 --export_dir=/models/sentiment/1    # writes .../1/model.tflite
 
 A serving export goes to TF Serving's layout, <base>/<name>/<version>: --export_dir is the
 version directory, or the model base path with --version (a number, or "next"). Serving
 exports of a preset need --task (a fresh head; a preset saved by save_to_preset from a task
-model brings its own). The flags are checked before anything is loaded; every problem is
+model brings its own). A LiteRT export is the file model.tflite in the version directory
+(beside a SavedModel there, if any), where tools/serve.py --prefer_tflite_model (and TF
+Serving's) looks for it; a classifier, a multiple-choice model or an encoder. The flags are checked before anything is loaded; every problem is
 one line on stderr and exit status 1. On success the tool prints one line: what it wrote,
 where, and the custom ops a serving binary needs (keras_bert.export.required_ops).
 """
@@ -32,7 +37,8 @@ from keras_bert import export, storage  # noqa: E402
 from keras_bert.export import layout  # noqa: E402
 from keras_bert.text.packer import min_seq_length  # noqa: E402
 
-KINDS = ("encoder", "preprocessor", "serving")
+KINDS = ("encoder", "preprocessor", "serving", "litert")
+VERSIONED = ("serving", "litert")  # kinds written into TF Serving's version directories
 TASKS = {  # --task -> (class name, the flag giving its size)
     "classification": ("BertClassifier", "num_classes"),
     "regression": ("BertClassifier", None),
@@ -50,8 +56,10 @@ flags.DEFINE_enum("kind", "serving", KINDS, "What to export.")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel (new or empty); for "
                     "--kind=serving the version directory <base>/<name>/<version>, or the "
                     "base path with --version.", required=True)
-flags.DEFINE_string("version", None, "--kind=serving: export to --export_dir/<version> (a "
-                    "number, or 'next': one past the newest there).")
+flags.DEFINE_string("version", None, "--kind=serving or litert: export to "
+                    "--export_dir/<version> (a number, or 'next': one past the newest there).")
+flags.DEFINE_enum("quantize", None, ["int8"], "--kind=litert: int8 dynamic-range "
+                  "quantization (default: float32).")
 flags.DEFINE_enum("task", None, list(TASKS), "--preset: the task model to build for "
                   "--kind=serving (and masked_lm/pretraining for an encoder with its MLM head).")
 flags.DEFINE_integer("num_classes", None, "--task=classification/tagging: classes.",
@@ -95,6 +103,10 @@ def _task_flags(values):
     if values["preset"] and values["kind"] == "serving" and not task:
         raise flags.ValidationError("--kind=serving of a --preset needs --task (the model to "
                                     f"build: {', '.join(TASKS)})")
+    if values["kind"] == "litert" and task not in (None, "classification", "regression",
+                                                   "multiple_choice"):
+        raise flags.ValidationError(f"--kind=litert exports a classifier, a multiple-choice "
+                                    f"model or an encoder, not --task={task}")
     size = TASKS[task][1] if task else None
     if size and values[size] is None:
         raise flags.ValidationError(f"--task={task} needs --{size}")
@@ -112,18 +124,43 @@ def _seq_length_holds_pairs(values):
     return True
 
 
+@flags.multi_flags_validator(["kind", "quantize"])
+def _quantize_litert(values):
+    if values["quantize"] and values["kind"] != "litert":
+        raise flags.ValidationError("--quantize applies to --kind=litert only (a Keras model "
+                                    "is quantized with model.quantize('int8') before saving)")
+    return True
+
+
 @flags.multi_flags_validator(["export_dir", "kind", "version"])
 def _export_dir(values):
     if values["version"] is not None:
-        if values["kind"] != "serving":
-            raise flags.ValidationError("--version applies to --kind=serving only")
+        if values["kind"] not in VERSIONED:
+            raise flags.ValidationError("--version applies to --kind=serving and litert only")
         if values["version"] != "next" and not values["version"].isdigit():
             raise flags.ValidationError(f"--version={values['version']}: a number, or 'next'")
     try:
-        layout.check_target(_target(values), versioned=values["kind"] == "serving")
+        if values["kind"] == "litert":
+            _check_litert_target(_target(values))
+        else:
+            layout.check_target(_target(values), versioned=values["kind"] == "serving")
     except layout.ExportError as error:
         raise flags.ValidationError(str(error)) from None
     return True
+
+
+def _check_litert_target(version_dir):
+    """A version directory whose model.tflite does not exist yet (a SavedModel may be there)."""
+    from keras_bert.export import litert_model
+
+    if not os.path.basename(version_dir.rstrip("/")).isdigit():
+        layout.check_target(version_dir, versioned=True)  # the layout's own message
+    if storage.exists(version_dir) and not storage.isdir(version_dir):
+        raise layout.ExportError(f"export_dir={version_dir} exists and is not a directory.")
+    path = os.path.join(version_dir, litert_model.SERVING_FILE)
+    if storage.exists(path):
+        raise layout.ExportError(f"{path} exists; an export never overwrites one (give another "
+                                 "version, e.g. --version=next).")
 
 
 def _target(values):
@@ -146,6 +183,8 @@ def main(argv):
                 path = export.export_encoder(model, target)
             elif FLAGS.kind == "preprocessor":
                 path = export.export_preprocessor(model, target)
+            elif FLAGS.kind == "litert":
+                return _export_litert(model, target)
             else:
                 path = export.export_model(model, target, **_serving_options(model))
     except (ValueError, TypeError, OSError) as error:
@@ -153,6 +192,22 @@ def main(argv):
     ops = export.required_ops(path)
     print(f"Exported the {FLAGS.kind} SavedModel of {type(model).__name__} to {path}; custom "
           f"ops: {', '.join(ops) if ops else 'none'}")
+
+
+def _export_litert(model, version_dir):
+    from keras_bert.export import litert_model
+
+    options = {"quantize": FLAGS.quantize}
+    if isinstance(model, keras_bert.BertEncoder):
+        options["seq_length"] = FLAGS.seq_length
+    elif FLAGS.pairs or FLAGS.label_names:
+        options.update(pairs=FLAGS.pairs, label_names=FLAGS.label_names)
+    path = os.path.join(version_dir, litert_model.SERVING_FILE)
+    export.export_litert(model, path, **options)
+    ops = ", ".join(sorted(litert_model.REGISTRARS))
+    print(f"Exported the LiteRT model ({FLAGS.quantize or 'float32'}) of "
+          f"{type(model).__name__} to {path} ({storage.size(path) / 2**20:.1f} MiB); custom "
+          f"ops: {ops} (tensorflow-text's LiteRT kernels)")
 
 
 def _load():

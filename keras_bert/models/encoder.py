@@ -375,7 +375,9 @@ class BertEncoder(PresetMixin, keras.Model):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         model = cls(**config)
         model.set_preset_config(preset_state)
-        return lora.enable_again(quantization.quantize_again(model, quantized), lora_state)
+        # LoRA first: it is refused on a quantized encoder, so a model that has both had
+        # LoRA before it was quantized.
+        return quantization.quantize_again(lora.enable_again(model, lora_state), quantized)
 
 
 def _bool_as_int(x, name):

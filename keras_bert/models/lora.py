@@ -304,14 +304,21 @@ def _read(filepath):
 def load(model, filepath):
     """Implements ``load_lora_weights``: checks that the file belongs to this model (class,
     architecture, LoRA rank/alpha/targets, head shapes) and names what differs before
-    anything changes; enables LoRA as the file says if the model has none; assigns."""
+    anything changes; enables LoRA as the file says if the model has none; assigns. An
+    encoder's file on a task model loads into its encoder (the head stays as it is)."""
     filepath = os.fspath(filepath)
     header, arrays = _read(filepath)
     encoder = _encoder_of(model)
     where = f"load_lora_weights({filepath!r})"
+    # The file's owner: this model, or (an encoder's file on a task model) its encoder, whose
+    # factors load while the head stays as it is.
+    owner = model
     if header["model_class"] != type(model).__name__:
-        raise ValueError(f"{where}: the file holds the LoRA weights of a "
-                         f"{header['model_class']}, this model is a {type(model).__name__}.")
+        if model is encoder or header["model_class"] != type(encoder).__name__:
+            raise ValueError(f"{where}: the file holds the LoRA weights of a "
+                             f"{header['model_class']}, this model is a "
+                             f"{type(model).__name__}.")
+        owner = encoder
     config = encoder.bert_config.to_dict()
     differ = [f"{k} {header['architecture'][k]} in the file, {config[k]} here"
               for k in ARCHITECTURE if header["architecture"].get(k) != config[k]]
@@ -326,14 +333,14 @@ def load(model, filepath):
                          f"{'; '.join(differ)}. Enable LoRA as the file says "
                          f"(enable_lora({state['rank']}, {state['target_layer_names']!r}, "
                          f"lora_alpha={state['lora_alpha']!r})) or on a fresh model.")
-    head = _head_weights(model)
+    head = _head_weights(owner)
     _check_arrays(where, "head", {f"head/{p}": v for p, v in head.items()}, arrays, "head/")
     if header.get("preset_name") and encoder.preset_name and (
             header["preset_name"] != encoder.preset_name):
         warnings.warn(f"{where}: the LoRA weights were trained on preset "
                       f"{header['preset_name']!r}, this model was loaded from "
                       f"{encoder.preset_name!r}.", stacklevel=3)
-    if current is None:
+    if current is None:  # (a task model's enable_lora also compiles for LoRA)
         model.enable_lora(state["rank"], state["target_layer_names"],
                           lora_alpha=state["lora_alpha"])
     factors = {f"lora/{p}": v for p, v in _factors(model).items()}

@@ -206,9 +206,10 @@ class Task(PipelineModel):
         return lora.save(self, filepath)
 
     def load_lora_weights(self, filepath):
-        """Loads a file of ``save_lora_weights`` (factors and head), enabling LoRA as the
-        file says when it is not enabled yet. ValueError naming what differs for a file of
-        another task, architecture, rank, alpha, targets or head shape."""
+        """Loads a file of ``save_lora_weights`` (factors and head; an encoder's file:
+        the factors alone, the head stays), enabling LoRA as the file says when it is not
+        enabled yet. ValueError naming what differs for a file of another task,
+        architecture, rank, alpha, targets or head shape."""
         lora.load(self, filepath)  # (enable_lora, when it enables, compiles anew)
         lora.reset_functions(self)
 

@@ -212,6 +212,14 @@ def test_encoder_lora_file_holds_the_factors_alone(preset, tmp_path):
                                encoder(inputs)["sequence_output"].numpy(), atol=1e-5)
     with h5py.File(path, "r") as f:
         assert list(f) == ["lora"]
+    # On a task model, an encoder's file loads into its encoder; the head stays.
+    task = BertClassifier.from_preset(preset, num_classes=2, seq_length=16)
+    head = [w.copy() for w in task.logits.get_weights()]
+    task.load_lora_weights(path)
+    assert task.optimizer.learning_rate_schedule.peak_learning_rate == 5e-4
+    np.testing.assert_allclose(task.encoder(inputs)["sequence_output"].numpy(),
+                               encoder(inputs)["sequence_output"].numpy(), atol=1e-5)
+    assert all(np.array_equal(a, b) for a, b in zip(head, task.logits.get_weights()))
 
 
 @pytest.mark.parametrize("make, message", [
@@ -314,6 +322,23 @@ def test_keras_file_round_trip_keeps_the_lora_model(preset, tmp_path):
         assert a.path == b.path
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), expected, atol=1e-6)
+
+
+def test_lora_then_int8_round_trips(tmp_path):
+    # LoRA is refused on a quantized encoder, but Keras quantizes a LoRA one: a .keras file of
+    # such a model rebuilds LoRA first, then quantizes.
+    encoder = tiny_encoder()
+    encoder.enable_lora(2)
+    _randomize(encoder)
+    encoder.transformer_blocks[0].value.quantize("int8")
+    inputs = _inputs(BertClassifier(tiny_encoder(), 2))
+    path = str(tmp_path / "lora_int8.keras")
+    encoder.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.transformer_blocks[0].value.quantization_mode == "int8"
+    assert loaded.lora_config == encoder.lora_config
+    np.testing.assert_allclose(loaded(inputs)["pooled_output"].numpy(),
+                               encoder(inputs)["pooled_output"].numpy(), atol=1e-5)
 
 
 def test_merge_gives_the_same_outputs_from_plain_kernels(preset, tmp_path):

@@ -97,3 +97,36 @@ def test_a_model_of_the_wrong_kind(files, tmp_path):
         f"export_saved_model.py: --kind=serving exports a keras_bert task model; "
         f"{path / 'encoder.keras'} holds a BertEncoder.")
     assert not (tmp_path / "m").exists()
+
+
+def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_path):
+    from keras_bert.export import litert_model
+
+    path, model = files
+    version = tmp_path / "sentiment" / "1"
+    assert _tool(f"--model_file={path / 'classifier.keras'}",
+                 f"--export_dir={version}").returncode == 0
+    result = _tool(f"--model_file={path / 'classifier.keras'}", "--kind=litert",
+                   f"--export_dir={version}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith(
+        f"Exported the LiteRT model (float32) of BertClassifier to {version / 'model.tflite'} (")
+    assert result.stdout.endswith("custom ops: FastBertNormalize, "
+                                  "FastWordpieceTokenizeWithOffsets (tensorflow-text's LiteRT "
+                                  "kernels)\n")
+    assert sorted(p.name for p in version.iterdir()) == [
+        "assets", "fingerprint.pb", "model.tflite", "saved_model.pb", "variables"]
+    out = litert_model.load(str(version / "model.tflite"))(text=POSITIVE)
+    np.testing.assert_allclose(out["logits"], model.predict(POSITIVE, verbose=0), atol=1e-4)
+    # Never over an existing model.tflite; --quantize is LiteRT's; LiteRT takes no tagger.
+    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}", "--kind=litert",
+                             f"--export_dir={version}"),
+                       f"{version / 'model.tflite'} exists; an export never overwrites one")
+    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}", "--quantize=int8",
+                             f"--export_dir={tmp_path / 'q' / '1'}"),
+                       "--quantize applies to --kind=litert only")
+    _assert_flag_error(_tool("--preset=tiny", "--kind=litert", "--task=tagging",
+                             "--num_classes=3", f"--export_dir={tmp_path / 't' / '1'}"),
+                       "--kind=litert exports a classifier, a multiple-choice model or an "
+                       "encoder, not --task=tagging")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentiment"]
