@@ -35,6 +35,11 @@ class TransformerBlock(keras.layers.Layer):
     While training, the element-wise chains between the matmuls (softmax and dropout of the
     attention probabilities; dropout, residual sum and LayerNorm; GELU), and their
     gradients, run as small XLA-compiled kernels (`keras_bert.layers.fused`), the same math.
+    Once its projections are quantized to int8 (``model.quantize("int8")``), inference
+    calls run them on oneDNN's int8 kernel (`keras_bert.layers.Dense`, `layers.int8`): the
+    input of query, key and value is quantized once, GELU and the residual sums run inside
+    the kernel, and the first position is quantized apart from the other rows in the
+    feed-forward layers (its activations there are several times larger).
 
     Example:
 
