@@ -19,8 +19,8 @@ activations, where it has one) in a ``tf.function``:
   (``keras_bert_int8_reorder``: weights reordered at every call, as in-process calls do).
 
 End to end: a `BertEncoder` of that size (``--num_layers``, random weights, ids in) in
-float32, in ``mixed_bfloat16``, after ``model.quantize("int8")`` on Keras' path and on the
-int8 kernel: sequences/s at ``--batch_size`` x ``--seq_length`` (the best of ``--rounds``
+float32, in ``mixed_bfloat16``, after ``model.quantize("int8")`` on Keras' path (also
+compiled by XLA for each input shape) and on the int8 kernel: sequences/s at ``--batch_size`` x ``--seq_length`` (the best of ``--rounds``
 interleaved rounds) and the median latency of one ``--short_length`` sequence. Strings in,
 with the tokenizer and the accuracy of a fine-tuned model: benchmarks/serve_cpu.py.
 
@@ -57,7 +57,7 @@ flags.DEFINE_integer("intermediate_size", 1536, "Feed-forward size (1536: all-Mi
 flags.DEFINE_integer("latency_calls", 100, "Single-sequence calls timed for the latency.")
 MATMUL_ROUTES = ["fp32", "bf16", "keras_int8", "keras_int8_xla", "onednn_v1", "keras_bert_int8",
                  "keras_bert_int8_reorder"]
-ENCODER_ROUTES = ["fp32", "mixed_bfloat16", "keras_int8", "keras_bert_int8"]
+ENCODER_ROUTES = ["fp32", "mixed_bfloat16", "keras_int8", "keras_int8_xla", "keras_bert_int8"]
 flags.DEFINE_list("matmul_routes", MATMUL_ROUTES, "Per-matmul routes to time.")
 flags.DEFINE_list("encoder_routes", ENCODER_ROUTES, "End-to-end encoder routes to time.")
 
@@ -177,15 +177,15 @@ def _encoder(route):
         vocab_size=30522, hidden_size=FLAGS.hidden_size, num_hidden_layers=FLAGS.num_layers,
         num_attention_heads=FLAGS.hidden_size // 32, intermediate_size=FLAGS.intermediate_size)
     encoder = keras_bert.BertEncoder(config, dtype=policy)
-    if route in ("keras_int8", "keras_bert_int8"):
+    if route in ("keras_int8", "keras_int8_xla", "keras_bert_int8"):
         with warnings.catch_warnings():  # Keras names every layer it cannot quantize
             warnings.simplefilter("ignore")
             encoder.quantize("int8")
     function = tf.function(lambda x: tf.cast(encoder(x, training=False)["sequence_output"],
-                                             tf.float32))
+                                             tf.float32), jit_compile=route.endswith("_xla"))
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in
             ("input_word_ids", "input_mask", "input_type_ids")}
-    dense.INT8_KERNEL = route != "keras_int8"  # read while tracing
+    dense.INT8_KERNEL = route == "keras_bert_int8"  # read while tracing
     try:
         with int8.constant_weights():  # as the serving export traces it
             function.get_concrete_function(spec)
