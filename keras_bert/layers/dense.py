@@ -188,8 +188,10 @@ class Dense(keras.layers.Dense):
                 f"{[v.name for v in own]}")
 
     def int8_kernel_applies(self, training=None):
-        """Whether an inference call runs on the int8 kernel (see the class docstring)."""
-        return (INT8_KERNEL and self.quantization_mode == "int8" and training is not True
+        """Whether a call with this ``training`` runs on the int8 kernel (see the class
+        docstring): None or False (a tensor, whose value is not known when tracing: no)."""
+        inference = training is None or (isinstance(training, bool) and not training)
+        return (INT8_KERNEL and self.quantization_mode == "int8" and inference
                 and self.compute_dtype == "float32" and _default_int8(self.quantization_config)
                 and int8.available())
 
