@@ -133,7 +133,7 @@ class Quantized(tuple):
 
 def quantize(x):
     """`Quantized` uint8 of the float32 ``x`` ``[rows, k]``: one range for the whole tensor,
-    ``[min(x, 0), max(x, 0)]`` (0 stays exact), in 255 equal steps, rounded to nearest."""
+    ``[min(x, 0), max(x, 0)]``, in 255 equal steps, rounded to nearest."""
     x = tf.convert_to_tensor(x, tf.float32)
     low = tf.minimum(tf.reduce_min(x), 0.0)
     width = tf.maximum(tf.maximum(tf.reduce_max(x), 0.0) - low, 1e-30)  # all zeros: any
