@@ -137,9 +137,9 @@ def quantize(x):
     x = tf.convert_to_tensor(x, tf.float32)
     low = tf.minimum(tf.reduce_min(x), 0.0)
     width = tf.maximum(tf.maximum(tf.reduce_max(x), 0.0) - low, 1e-30)  # all zeros: any
-    # x - low is in [0, width]: SCALED mode rounds (x - low) * 255 / width. (TensorFlow's
-    # own kernel: its oneDNN rewrite, made for SCALED only with round_mode HALF_TO_EVEN,
-    # splits small tensors across threads and costs more than the quantization itself.)
+    # x - low is in [0, width]: SCALED mode rounds (x - low) * 255 / width. HALF_AWAY_FROM_ZERO
+    # keeps TensorFlow's own kernel: the oneDNN one, which TensorFlow substitutes only for
+    # HALF_TO_EVEN, splits small tensors across threads at a cost above the work itself.
     values, _, _ = tf.raw_ops.QuantizeV2(
         input=x - low, min_range=0.0, max_range=width, T=tf.quint8, mode="SCALED",
         round_mode="HALF_AWAY_FROM_ZERO", ensure_minimum_range=0.0)
