@@ -325,6 +325,15 @@ def test_int8_task_models_export_and_serve(name, tmp_path):
     model.quantize("int8")
     serve, ids = _export(model, tmp_path)  # also: required_ops is the tokenizer's ops
     assert int8.OP in saved_ops(str(tmp_path / "model" / "1"))
+    # ... and lets oneDNN keep its reordered weights (is_weight_const; saved graphs leave
+    # out attributes at their default, which is true for this one)
+    from keras_bert.export.ops import _read
+
+    kernels = [node for graph in _read(str(tmp_path / "model" / "1")).meta_graphs
+               for function in graph.graph_def.library.function
+               for node in function.node_def if node.op == int8.OP]
+    assert kernels and all("is_weight_const" not in node.attr or node.attr["is_weight_const"].b
+                           for node in kernels)
     inputs, want = inputs_and_outputs(model)
     signature = ids if name in ("masked_lm", "pretrainer") else serve
     out = signature(**{k: tf.constant(v) for k, v in inputs.items()})
