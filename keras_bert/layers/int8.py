@@ -4,10 +4,11 @@ int8 weights, dequantized to float32 inside the kernel.
 Keras' int8 `Dense` multiplies int8 by int8 into int32 with TensorFlow's generic `MatMul`,
 which runs several times slower than float32 on CPU. TensorFlow's x86 builds also carry
 oneDNN's quantized inner product, ``_QuantizedMatMul`` (the op Intel's quantization tools
-write into graphs), which uses the CPU's int8 dot-product instructions (AVX-512 VNNI, AMX)
-and fuses the bias, the dequantization and optionally an activation or a residual sum. It
-takes uint8 activations with one scale for the whole tensor and int8 weights with one scale
-per output column: Keras' int8 kernel and ``kernel_scale`` as they are.
+write into graphs), which uses the CPU's int8 dot-product instructions (AVX-512 VNNI, or AMX
+where oneDNN finds it) and fuses the bias, the dequantization and optionally an activation
+or a residual sum. It takes uint8 activations with one scale for the whole tensor and int8
+weights with one scale per output column: Keras' int8 kernel and ``kernel_scale`` as they
+are.
 
 Activations are quantized at each call as ONNX Runtime's ``quantize_dynamic`` does: the range
 ``[min(x, 0), max(x, 0)]`` of the whole tensor in 255 steps, ``x ~ low + step * q``. The
