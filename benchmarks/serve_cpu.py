@@ -66,25 +66,6 @@ flags.DEFINE_integer("latency_texts", 200, "Single texts timed for the batch-1 l
 flags.DEFINE_integer("threads", 0, "Threads for every runtime (0: the CPU count).")
 
 
-def cpu_description():
-    """The CPU's model name and which of the int8/bf16-relevant instruction sets it has."""
-    model, cpu_flags = "unknown", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model == "unknown":
-                    model = value.strip()
-                elif key.strip() == "flags" and not cpu_flags:
-                    cpu_flags = set(value.split())
-    except OSError:
-        pass
-    wanted = {"AVX-512F": "avx512f", "AVX-512 VNNI": "avx512_vnni", "AVX-VNNI": "avx_vnni",
-              "AVX-512 BF16": "avx512_bf16", "AMX-BF16": "amx_bf16", "AMX-INT8": "amx_int8"}
-    have = {name: flag in cpu_flags for name, flag in wanted.items()}
-    return model, have
-
-
 def load_texts():
     """The texts and their labels (None for unlabelled data)."""
     if FLAGS.data == "wikipedia":
@@ -163,7 +144,7 @@ def main(argv):
                  "(it writes demo_model/model.keras), pass another fine-tuned BertClassifier, "
                  "or --model=minilm_l6 for it with an untrained head.")
     threads = FLAGS.threads or os.cpu_count() or 1
-    cpu, have = cpu_description()
+    cpu, have = harness.cpu_description()
     print(f"CPU: {cpu}; {os.cpu_count()} logical CPUs; threads per runtime: {threads}")
     print("CPU flags: " + ", ".join(f"{name} {'yes' if on else 'no'}"
                                      for name, on in have.items()))

@@ -124,6 +124,26 @@ def torch_train_step(model, optimizer, loss, precision):
     return step
 
 
+def cpu_description():
+    """The CPU's model name and which of the int8/bf16-relevant instruction sets it has:
+    ``(name, {"AVX-512 VNNI": True, ...})`` (from /proc/cpuinfo; "unknown" and all False
+    where there is none)."""
+    model, cpu_flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown":
+                    model = value.strip()
+                elif key.strip() == "flags" and not cpu_flags:
+                    cpu_flags = set(value.split())
+    except OSError:
+        pass
+    wanted = {"AVX-512F": "avx512f", "AVX-512 VNNI": "avx512_vnni", "AVX-VNNI": "avx_vnni",
+              "AVX-512 BF16": "avx512_bf16", "AMX-BF16": "amx_bf16", "AMX-INT8": "amx_int8"}
+    return model, {name: flag in cpu_flags for name, flag in wanted.items()}
+
+
 def print_summary(summary):
     """Prints ``summary`` as one JSON line: the last line every benchmark prints."""
     print(json.dumps(summary), flush=True)

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from keras_bert.export import layout, modules
 from keras_bert.export.layout import ExportError
+from keras_bert.layers import int8
 from keras_bert.models import lora
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.preset_mixin import vocabulary_file
@@ -90,7 +91,8 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     with vocabulary_file(tokens, beside=os.path.dirname(export_dir)) as vocab_path:
         root = encoder_module(encoder, mlm_model, vocab_path, lower)
         serving = _serving_function(root)
-        return layout.save(root, export_dir, signatures={"serving_default": serving})
+        with int8.constant_weights():  # int8 kernels are not trainable: oneDNN caches them
+            return layout.save(root, export_dir, signatures={"serving_default": serving})
 
 
 def encoder_module(encoder, mlm_model=None, vocab_path=None, do_lower_case=None):

@@ -52,6 +52,7 @@ import tensorflow as tf
 
 from keras_bert.export import layout, modules, serving_tasks
 from keras_bert.export.layout import ExportError
+from keras_bert.layers import int8
 from keras_bert.models import task_data
 
 SIGNATURES = ("serving_default", "serving_ids")
@@ -118,7 +119,8 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
                                    max_answer_length=max_answer_length)
     root = serving_module(model, task)
     signatures = {name: getattr(root, name) for name in SIGNATURES}
-    path = layout.save(root, export_dir, signatures=signatures, versioned=True)
+    with int8.constant_weights():  # an export's int8 weights never change: oneDNN caches them
+        path = layout.save(root, export_dir, signatures=signatures, versioned=True)
     if verbose:
         print(f"Saved the serving SavedModel of {type(model).__name__} to {path}: "
               f"serving_default({task.describe_inputs()}), "

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert.layers import activations
 from keras_bert.checks import check_layer_kwargs
+from keras_bert.layers.dense import Dense
 from keras_bert.layers.layer_norm import layer_norm_float32
 
 
@@ -57,7 +58,7 @@ class MaskedLMHead(keras.layers.Layer):
                 f"of vocab_size={embeddings.vocab_size}, hidden_size={embeddings.hidden_size}."
             )
         self.embeddings = embeddings
-        self.dense = keras.layers.Dense(
+        self.dense = Dense(
             self.hidden_size,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy,

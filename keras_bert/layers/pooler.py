@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert.checks import check_layer_kwargs
+from keras_bert.layers.dense import Dense
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -23,7 +24,7 @@ class Pooler(keras.layers.Layer):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
+        self.dense = Dense(
             hidden_size,
             activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),

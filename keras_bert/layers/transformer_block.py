@@ -5,7 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
-from keras_bert.layers import activations, fused
+from keras_bert.layers import activations, fused, int8
 from keras_bert.layers.dense import Dense
 from keras_bert.checks import check_layer_kwargs
 
@@ -35,6 +35,11 @@ class TransformerBlock(keras.layers.Layer):
     While training, the element-wise chains between the matmuls (softmax and dropout of the
     attention probabilities; dropout, residual sum and LayerNorm; GELU), and their
     gradients, run as small XLA-compiled kernels (`keras_bert.layers.fused`), the same math.
+    Once its projections are quantized to int8 (``model.quantize("int8")``), inference
+    calls run them on oneDNN's int8 kernel (`keras_bert.layers.Dense`, `layers.int8`): the
+    input of query, key and value is quantized once, GELU and the residual sums run inside
+    the kernel, and the first position is quantized apart from the other rows in the
+    feed-forward layers (its activations there are several times larger).
 
     Example:
 
@@ -125,12 +130,34 @@ class TransformerBlock(keras.layers.Layer):
         x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
         return tf.transpose(x, [0, 2, 1, 3])
 
-    def _self_attention(self, x_q, x, input_mask, batch, q_len, seq, training):
+    def _int8(self, training):
+        # Inference with every projection quantized to int8: the int8 kernel, called here
+        # directly so that layers with one input quantize it once and the residual sums and
+        # GELU run inside the kernel.
+        return all(layer.int8_kernel_applies(training) for layer in (
+            self.query, self.key, self.value, self.attention_output, self.intermediate,
+            self.output_dense))
+
+    def _projections(self, x_q, x, use_int8):
+        # Queries of x_q, keys and values of x (2-D): [rows, hidden] each.
+        if not use_int8:
+            return self.query(x_q), self.key(x), self.value(x)
+        if not any(layer.lora_enabled for layer in (self.query, self.key, self.value)):
+            # One quantization of x for the three projections (and for the queries when
+            # every row's output is computed: then x_q is x).
+            same = x_q is x
+            x = int8.quantize(x)
+            x_q = x if same else int8.quantize(x_q)
+        return (self.query.int8_matmul(x_q), self.key.int8_matmul(x),
+                self.value.int8_matmul(x))
+
+    def _self_attention(self, x_q, x, input_mask, batch, q_len, seq, training, use_int8=False):
         # x_q: [batch * q_len, hidden] queries; x: [batch * seq, hidden] keys and values
         # -> context [batch * q_len, hidden]
-        q = self._heads(self.query(x_q), batch, q_len)
-        k = self._heads(self.key(x), batch, seq)
-        v = self._heads(self.value(x), batch, seq)
+        q, k, v = self._projections(x_q, x, use_int8)
+        q = self._heads(q, batch, q_len)
+        k = self._heads(k, batch, seq)
+        v = self._heads(v, batch, seq)
         # input_mask [batch, seq] -> additive bias [batch, 1, 1, seq], in float32.
         mask_bias = (1.0 - tf.cast(input_mask, tf.float32)) * _MASK_BIAS
         scale = 1.0 / math.sqrt(self.head_size)
@@ -196,6 +223,11 @@ class TransformerBlock(keras.layers.Layer):
         x = tf.reshape(x, [batch * seq, self.hidden_size])
         # [batch * q_len, hidden]: the rows whose output is computed
         x_q = x if output_positions is None else tf.reshape(rows, [-1, self.hidden_size])
+        if self._int8(training):
+            # Only one row per example (output_positions=1): no other rows to keep apart.
+            first_apart = not (isinstance(output_positions, int) and output_positions <= 1)
+            y = self._int8_rest(x_q, x, input_mask, batch, q_len, seq, training, first_apart)
+            return tf.reshape(y, [batch, q_len, self.hidden_size])
         context = self._self_attention(x_q, x, input_mask, batch, q_len, seq, training)
         attention = self.attention_output(context)  # [batch * q_len, hidden]
         x = self._add_norm(attention, x_q, self.attention_output_dropout,
@@ -204,6 +236,38 @@ class TransformerBlock(keras.layers.Layer):
         y = self._add_norm(self.output_dense(hidden), x, self.output_dropout,
                            self.output_layer_norm, training)
         return tf.reshape(y, [batch, q_len, self.hidden_size])
+
+    def _int8_rest(self, x_q, x, input_mask, batch, q_len, seq, training, first_apart):
+        # The block at inference on the int8 kernel (dropout is the identity): the residual
+        # sums and the activation run inside the kernel, LayerNorm follows in float32.
+        context = self._self_attention(x_q, x, input_mask, batch, q_len, seq, training,
+                                       use_int8=True)
+        x = self.attention_layer_norm(self.attention_output.int8_matmul(context, addend=x_q))
+        return self.output_layer_norm(self._int8_feed_forward(x, batch, q_len, first_apart))
+
+    def _int8_feed_forward(self, x, batch, q_len, first_apart):
+        # x + output(activation(intermediate(x))) on the int8 kernel, before LayerNorm;
+        # x: [batch * q_len, hidden].
+        if not first_apart:
+            return self._int8_feed_forward_rows(x)
+        # The first position ([CLS]) carries activations several times larger than the other
+        # tokens' at the feed-forward layers (up to ~6x in all-MiniLM-L6-v2): one range for
+        # all rows would leave the others a fraction of the 256 steps. Its rows go through
+        # apart, each part with its own range.
+        x = tf.reshape(x, [batch, q_len, self.hidden_size])
+        first = self._int8_feed_forward_rows(tf.reshape(x[:, :1], [batch, self.hidden_size]))
+        rest = self._int8_feed_forward_rows(tf.reshape(x[:, 1:], [-1, self.hidden_size]))
+        y = tf.concat([first[:, tf.newaxis], tf.reshape(rest, [batch, -1, self.hidden_size])],
+                      axis=1)
+        return tf.reshape(y, [-1, self.hidden_size])
+
+    def _int8_feed_forward_rows(self, x):
+        if self.hidden_act in int8.ACTIVATIONS:
+            hidden = self.intermediate.int8_matmul(x, activation=self.hidden_act)
+        else:
+            hidden = self.intermediate.int8_matmul(x)
+            hidden = hidden if self._activation is None else self._activation(hidden)
+        return self.output_dense.int8_matmul(hidden, addend=x)
 
     def compute_output_spec(self, inputs, training=None, output_positions=None):
         batch, seq = inputs[0].shape[0], inputs[0].shape[1]

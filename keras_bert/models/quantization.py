@@ -8,6 +8,11 @@ take the saved int8 variables ("Layer 'attention_output' expected 2 variables, b
 (`quantized_layers`), and quantize those layers again when they are rebuilt
 (`quantize_again`), before Keras loads the variables into them.
 
+The encoder's projections, the pooler and the masked-LM transform are
+`keras_bert.layers.Dense`: quantized, their inference runs on oneDNN's int8 kernel
+(`keras_bert.layers.int8`); their saved variables are Keras' (the task heads are Keras' own
+`Dense`).
+
 >>> import keras
 >>> from keras_bert import BertConfig, BertEncoder
 >>> from keras_bert.models.quantization import quantized_layers

@@ -2,6 +2,7 @@
 tensorflow_text, through the TF2 loader and the TF1 session loader that TF Serving and
 ``saved_model_cli run`` use; and the minilm_l6 encoder there matches Hugging Face."""
 
+import keras
 import numpy as np
 import pytest
 
@@ -62,10 +63,21 @@ def texts():
 
 
 @pytest.fixture(scope="module")
-def fresh(tiny_model, texts, tmp_path_factory):
+def int8_model():
+    """A tiny classifier after model.quantize("int8"): its export runs the int8 kernel."""
+    keras.utils.set_random_seed(7)
+    preprocessor = keras_bert.BertPreprocessor(VOCAB, seq_length=24)
+    model = keras_bert.BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor)
+    model.quantize("int8")
+    return model
+
+
+@pytest.fixture(scope="module")
+def fresh(tiny_model, int8_model, texts, tmp_path_factory):
     """Every export here, loaded and run in one fresh process (one TensorFlow start-up):
-    the tiny model's encoder, preprocessor and serving exports through both loaders, and the
-    real minilm_l6 encoder fed by its exported preprocessor. Returns the results by name."""
+    the tiny model's encoder, preprocessor and serving exports and the int8 model's serving
+    export through both loaders, and the real minilm_l6 encoder fed by its exported
+    preprocessor. Returns the results by name."""
     tmp_path = tmp_path_factory.mktemp("fresh")
     packed = {k: v.numpy() for k, v in tiny_model.preprocessor(texts).items()}
     cases = {
@@ -74,6 +86,8 @@ def fresh(tiny_model, texts, tmp_path_factory):
                          {"text": _strings(texts)}),
         "serving": (tiny_model.export(str(tmp_path / "serving" / "1")),
                     {"text": _strings(texts)}),
+        "int8_serving": (int8_model.export(str(tmp_path / "int8_serving" / "1")),
+                         {"text": _strings(texts)}),
     }
     values = {"cases": {}, "out": str(tmp_path / "out.npz"), "sentences": SENTENCES,
               "minilm_out": str(tmp_path / "minilm.npz")}
@@ -86,7 +100,8 @@ def fresh(tiny_model, texts, tmp_path_factory):
         keras_bert.BertPreprocessor.from_preset("minilm_l6", seq_length=MINILM_SEQ_LENGTH),
         tmp_path / "minilm_preprocessor")
     fresh_process.run(LOAD_AND_RUN + MINILM, cwd=tmp_path, **values)
-    return dict(np.load(tmp_path / "out.npz")), dict(np.load(tmp_path / "minilm.npz"))
+    return (dict(np.load(tmp_path / "out.npz")), dict(np.load(tmp_path / "minilm.npz")),
+            values["cases"])
 
 
 def test_encoder_preprocessor_and_serving_exports_load_without_keras_bert(tiny_model, texts,
@@ -108,6 +123,20 @@ def test_encoder_preprocessor_and_serving_exports_load_without_keras_bert(tiny_m
         np.testing.assert_array_equal(got[f"serving/{loader}/label_ids"], logits.argmax(-1))
     np.testing.assert_allclose(got["encoder/call/pooled_output"], encoder["pooled_output"],
                                atol=1e-5)
+
+
+def test_an_int8_serving_export_loads_without_keras_bert(int8_model, texts, fresh):
+    from keras_bert.export import required_ops
+    from keras_bert.export.ops import saved_ops
+    from keras_bert.layers import int8
+
+    got = fresh[0]
+    logits = int8_model.predict(texts, verbose=0)
+    for loader in ("tf2", "tf1"):
+        np.testing.assert_allclose(got[f"int8_serving/{loader}/logits"], logits, atol=1e-5)
+    path = fresh[2]["int8_serving"]["path"]
+    assert int8.OP in saved_ops(path)  # a core op: only the tokenizer's are required
+    assert required_ops(path) == ["FastWordpieceTokenizeWithOffsets", "NormalizeUTF8"]
 
 
 MINILM = """

@@ -262,3 +262,80 @@ def test_serving_computes_only_up_to_the_longest_text_of_the_batch(encoder, tmp_
     _, tagger_ids = _export(tagger, tmp_path, name="tagger")
     with pytest.raises(tf.errors.InvalidArgumentError, match="input_word_ids"):
         tagger_ids(**poisoned)
+
+
+def _int8_cases():
+    """Per task: (model of an encoder, serving_default inputs, the matching model.predict
+    outputs by signature output name)."""
+
+    def masked_x(model):
+        # What serving_ids takes: the ids, a mask id at each position of the predictions.
+        packed = model.preprocessor.packer([model.preprocessor.tokenizer(["the cat sat on"]),
+                                            model.preprocessor.tokenizer(["a dog ran"])])
+        x = {k: v.numpy() for k, v in packed.items()}
+        x["input_word_ids"][0, [2, 6]] = model.preprocessor.tokenizer.mask_token_id
+        x["masked_lm_positions"] = np.array([[2, 6]], "int32")
+        return x
+
+    def top_probabilities(model, x):
+        out = model.predict(x, verbose=0)
+        logits = out["mlm_logits"] if isinstance(out, dict) else out
+        return np.sort(_softmax(logits), axis=-1)[..., ::-1][..., :5]
+
+    def nsp(model, x):
+        return _softmax(model.predict(x, verbose=0)["nsp_logits"])
+
+    return {
+        "classifier": (lambda e: keras_bert.BertClassifier(
+            e, 3, preprocessor=keras_bert.BertPreprocessor(VOCAB, 16)),
+            lambda m: ({"text": TEXTS}, {"logits": m.predict(TEXTS, verbose=0)})),
+        "token_classifier": (lambda e: keras_bert.BertTokenClassifier(
+            e, 3, preprocessor=keras_bert.BertTokenClassifierPreprocessor(VOCAB, 12)),
+            lambda m: ({"text": TEXTS}, {"logits": m.predict(TEXTS, verbose=0)})),
+        "span_labeler": (lambda e: keras_bert.BertSpanLabeler(
+            e, preprocessor=keras_bert.BertPreprocessor(VOCAB, 16)),
+            lambda m: ({"question": TEXTS[:3], "context": TEXTS[3:6]},
+                       m.predict((TEXTS[:3], TEXTS[3:6]), verbose=0))),
+        "multiple_choice": (lambda e: keras_bert.BertMultipleChoice(
+            e, 2, preprocessor=keras_bert.BertMultipleChoicePreprocessor(VOCAB, 10)),
+            lambda m: ({"context": TEXTS[:2], "choices": [TEXTS[2:4], TEXTS[4:6]]},
+                       {"logits": m.predict((TEXTS[:2], [TEXTS[2:4], TEXTS[4:6]]),
+                                            verbose=0)})),
+        "masked_lm": (lambda e: keras_bert.BertMaskedLM(
+            e, preprocessor=keras_bert.BertMaskedLMPreprocessor(VOCAB, 12)),
+            lambda m: (masked_x(m), {"top_probabilities": top_probabilities(m, masked_x(m))})),
+        "pretrainer": (lambda e: keras_bert.BertPretrainer(
+            e, preprocessor=keras_bert.BertPretrainerPreprocessor(VOCAB, 12)),
+            lambda m: (masked_x(m), {"next_sentence_probabilities": nsp(m, masked_x(m))})),
+    }
+
+
+@pytest.mark.parametrize("name", ["classifier", "token_classifier", "span_labeler",
+                                  "multiple_choice", "masked_lm", "pretrainer"])
+def test_int8_task_models_export_and_serve(name, tmp_path):
+    """After model.quantize("int8"), every task model's export runs on the int8 kernel (a
+    core TensorFlow op: required_ops lists the tokenizer's only) and answers what the
+    quantized Keras model predicts."""
+    from keras_bert.export.ops import saved_ops
+    from keras_bert.layers import int8
+
+    keras.utils.set_random_seed(5)
+    build, inputs_and_outputs = _int8_cases()[name]
+    model = build(tiny_encoder())
+    model.quantize("int8")
+    serve, ids = _export(model, tmp_path)  # also: required_ops is the tokenizer's ops
+    assert int8.OP in saved_ops(str(tmp_path / "model" / "1"))
+    # ... and lets oneDNN keep its reordered weights (is_weight_const; saved graphs leave
+    # out attributes at their default, which is true for this one)
+    from keras_bert.export.ops import _read
+
+    kernels = [node for graph in _read(str(tmp_path / "model" / "1")).meta_graphs
+               for function in graph.graph_def.library.function
+               for node in function.node_def if node.op == int8.OP]
+    assert kernels and all("is_weight_const" not in node.attr or node.attr["is_weight_const"].b
+                           for node in kernels)
+    inputs, want = inputs_and_outputs(model)
+    signature = ids if name in ("masked_lm", "pretrainer") else serve
+    out = signature(**{k: tf.constant(v) for k, v in inputs.items()})
+    for key, value in want.items():
+        np.testing.assert_allclose(out[key], value, atol=1e-5, err_msg=key)

@@ -210,3 +210,81 @@ def test_output_positions_in_a_graph_and_symbolically():
     assert block(inputs, output_positions=keras.Input((3,), dtype="int32")).shape == (None, 3, 32)
     assert block(inputs, output_positions=1).shape == (None, 1, 32)
     assert block(inputs).shape == (None, None, 32)
+
+
+def _int8_block(hidden=32, heads=4, intermediate=64, hidden_act="gelu"):
+    block = TransformerBlock(hidden, heads, intermediate, hidden_act=hidden_act, dropout=0.0,
+                             attention_dropout=0.0)
+    x, mask = _inputs(hidden=hidden)
+    block((x, mask))
+    ref.randomize(block)
+    return block
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "silu"])
+def test_an_int8_block_runs_on_the_int8_kernel(hidden_act, monkeypatch):
+    from keras_bert.layers import dense, int8
+
+    block = _int8_block(hidden_act=hidden_act)
+    x, mask = _inputs()
+    want = block((x, mask)).numpy()
+    for layer in (block.query, block.key, block.value, block.attention_output,
+                  block.intermediate, block.output_dense):
+        layer.quantize("int8")
+    fn = tf.function(lambda x, m: block((x, m)))
+    graph = fn.get_concrete_function(x, mask).graph.as_graph_def()
+    ops = [n.op for n in graph.node]
+    # One quantization of the input for query, key and value; the first position apart
+    # through the feed-forward layers: 8 kernel calls, 6 quantizations.
+    assert ops.count(int8.OP) == 8 and ops.count("QuantizeV2") == 6
+    got = fn(x, mask).numpy()
+    monkeypatch.setattr(dense, "INT8_KERNEL", False)
+    keras_int8 = tf.function(lambda x, m: block((x, m)))(x, mask).numpy()
+    # Both int8 paths are within int8's error of the float block (LayerNorm outputs, ~1)
+    assert np.abs(got - want).max() < 0.1 and np.abs(keras_int8 - want).max() < 0.1
+    # training=True is Keras' int8 path (with the fused training kernels: float rounding
+    # differences, now and then one activation step apart)
+    np.testing.assert_allclose(block((x, mask), training=True), keras_int8, atol=2e-3)
+
+
+def test_int8_keeps_the_first_position_apart_in_the_feed_forward_layers():
+    # A first row ([CLS]) with activations far larger than the others' would set the
+    # quantization range of every row; apart, the other rows keep their resolution.
+    block = _int8_block()
+    batch, seq, hidden = 3, 11, 32
+    x = np.random.default_rng(5).normal(size=(batch, seq, hidden)).astype("float32")
+    x[:, 0] *= 10.0
+    x = tf.reshape(tf.constant(x), [-1, hidden])
+    want = (x + block.output_dense(tf.nn.gelu(block.intermediate(x)))).numpy()
+    for layer in (block.intermediate, block.output_dense):
+        layer.quantize("int8")
+    apart = block._int8_feed_forward(x, batch, seq, first_apart=True).numpy()
+    together = block._int8_feed_forward(x, batch, seq, first_apart=False).numpy()
+    rest = np.tile(np.arange(seq) > 0, batch)
+    error_apart = np.abs(apart - want)[rest].max()
+    error_together = np.abs(together - want)[rest].max()
+    assert error_apart < error_together / 3, (error_apart, error_together)
+    # the first rows, apart, within int8's error of their (large) values
+    assert np.abs(apart - want)[~rest].max() < 0.01 * np.abs(want[~rest]).max()
+
+
+def test_int8_output_positions_and_lora():
+    block = _int8_block()
+    x, mask = _inputs()
+    full_float = block((x, mask)).numpy()
+    for layer in (block.query, block.key, block.value, block.attention_output,
+                  block.intermediate, block.output_dense):
+        layer.quantize("int8")
+    full = block((x, mask)).numpy()
+    positions = np.array([[0, 6, 10], [3, 3, 1], [0, 1, 2]], "int32")
+    rows = block((x, mask), output_positions=positions).numpy()
+    first = block((x, mask), output_positions=1).numpy()
+    # The rows computed alone are quantized with their own ranges: close to the full output
+    np.testing.assert_allclose(rows, np.take_along_axis(full, positions[..., None], 1),
+                               atol=0.1)
+    np.testing.assert_allclose(first, full[:, :1], atol=0.1)
+    block.query.enable_lora(2)
+    block.query.lora_kernel_b.assign(np.ones(block.query.lora_kernel_b.shape) * 0.01)
+    with_lora = block((x, mask)).numpy()
+    assert np.abs(with_lora - full).max() > 1e-3
+    assert np.abs(with_lora - full_float).max() < 1.0
