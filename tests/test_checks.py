@@ -83,6 +83,7 @@ def test_dims_values_and_after_in_a_graph():
 # The smallest arguments that build each public layer, and a misspelling of one of its own.
 LAYERS = {
     "BertEmbeddings": (dict(vocab_size=10, hidden_size=8), "hiden_size", "hidden_size"),
+    "Dense": (dict(units=3), "activaton", "activation"),
     "MaskedLMHead": (dict(vocab_size=10, hidden_size=8), "hidden_ac", "hidden_act"),
     "Pooler": (dict(hidden_size=8), "initializer_rang", "initializer_range"),
     "TransformerBlock": (
