@@ -312,18 +312,28 @@ def _int8_cases():
 
 @pytest.mark.parametrize("name", ["classifier", "token_classifier", "span_labeler",
                                   "multiple_choice", "masked_lm", "pretrainer"])
-def test_int8_task_models_export_and_serve(name, tmp_path):
-    """After model.quantize("int8"), every task model's export runs on the int8 kernel (a
-    core TensorFlow op: required_ops lists the tokenizer's only) and answers what the
-    quantized Keras model predicts."""
+def test_int8_task_models_save_reload_export_and_serve(name, tmp_path):
+    """After model.quantize("int8"), every task model saves to .keras and loads back int8;
+    the reloaded model's export runs on the int8 kernel (a core TensorFlow op: required_ops
+    lists the tokenizer's only) and answers what the quantized Keras model predicted."""
     from keras_bert.export.ops import saved_ops
     from keras_bert.layers import int8
+    from keras_bert.models import quantization
 
     keras.utils.set_random_seed(5)
     build, inputs_and_outputs = _int8_cases()[name]
     model = build(tiny_encoder())
+    _, before = inputs_and_outputs(model)
     model.quantize("int8")
-    serve, ids = _export(model, tmp_path)  # also: required_ops is the tokenizer's ops
+    inputs, want = inputs_and_outputs(model)
+    # int8 weights: close to the float32 model, not equal to it
+    assert 0 < max(np.abs(want[k] - before[k]).max() for k in want) < 0.1
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.encoder.get_layer("transformer_block_0").query.kernel.dtype == "int8"
+    assert quantization.quantized_layers(loaded) == quantization.quantized_layers(model)
+    serve, ids = _export(loaded, tmp_path)  # also: required_ops is the tokenizer's ops
     assert int8.OP in saved_ops(str(tmp_path / "model" / "1"))
     # ... and lets oneDNN keep its reordered weights (is_weight_const; saved graphs leave
     # out attributes at their default, which is true for this one)
@@ -334,7 +344,6 @@ def test_int8_task_models_export_and_serve(name, tmp_path):
                for node in function.node_def if node.op == int8.OP]
     assert kernels and all("is_weight_const" not in node.attr or node.attr["is_weight_const"].b
                            for node in kernels)
-    inputs, want = inputs_and_outputs(model)
     signature = ids if name in ("masked_lm", "pretrainer") else serve
     out = signature(**{k: tf.constant(v) for k, v in inputs.items()})
     for key, value in want.items():

@@ -1,7 +1,7 @@
-"""keras_bert/models/quantization.py: Keras' model.quantize("int8") on the encoder and every
-task model gives a model that runs on the int8 kernel, saves to .keras, loads back with the
-same outputs and exports a serving SavedModel that takes strings; on real reviews with the
-real minilm_l6 weights it agrees with the float32 model."""
+"""keras_bert/models/quantization.py: Keras' model.quantize("int8") on the encoder gives a
+model that runs on the int8 kernel, saves to .keras and loads back with the same outputs; on
+real reviews with the real minilm_l6 weights an int8 classifier agrees with the float32 model.
+Every task model's int8 save, reload, export and serving: tests/export/test_export_serving.py."""
 
 import keras
 import numpy as np
@@ -9,83 +9,15 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
-from keras_bert import text
 from keras_bert.layers import int8
 from keras_bert.models import quantization
-from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
-
-TEXTS = POSITIVE[:3] + NEGATIVE[:3]
-
-
-def _task(name):
-    encoder = tiny_encoder()
-    if name == "classifier":
-        return keras_bert.BertClassifier(encoder, 2, preprocessor=text.BertPreprocessor(VOCAB, 16))
-    if name == "token_classifier":
-        return keras_bert.BertTokenClassifier(
-            encoder, 3, preprocessor=text.BertTokenClassifierPreprocessor(VOCAB, seq_length=16))
-    if name == "span_labeler":
-        return keras_bert.BertSpanLabeler(encoder, preprocessor=text.BertPreprocessor(VOCAB, 16))
-    if name == "multiple_choice":
-        return keras_bert.BertMultipleChoice(
-            encoder, num_choices=2, preprocessor=text.BertMultipleChoicePreprocessor(VOCAB, 16))
-    masker = dict(seq_length=16, max_predictions_per_seq=3, seed=1)
-    if name == "masked_lm":
-        return keras_bert.BertMaskedLM(encoder,
-                                       preprocessor=text.BertMaskedLMPreprocessor(VOCAB, **masker))
-    return keras_bert.BertPretrainer(encoder,
-                                     preprocessor=text.BertPretrainerPreprocessor(VOCAB, **masker))
-
-
-def _packed(model, name):
-    """Packed numpy inputs (masked once, so that every call sees the same masks)."""
-    if name == "span_labeler":
-        raw = (tf.constant(TEXTS[:3]), tf.constant(TEXTS[3:]))
-    elif name == "token_classifier":
-        raw = tf.ragged.constant([t.split() for t in TEXTS])
-    elif name == "multiple_choice":
-        raw = (tf.constant(TEXTS[:2]), tf.constant([TEXTS[2:4], TEXTS[4:6]]))
-    else:
-        raw = tf.constant(TEXTS)
-    out = model.preprocessor(raw)
-    x = out[0] if isinstance(out, tuple) else out
-    return {k: v.numpy() for k, v in x.items()}
-
+from tests.models.tiny import tiny_encoder
 
 def _graph_ops(model, x):
     inputs = {k: tf.constant(v) for k, v in x.items()}
     function = tf.function(lambda inputs: model(inputs, training=False))
     graph = function.get_concrete_function(inputs).graph
     return {node.op for node in graph.as_graph_def().node}
-
-
-def _as_list(outputs):
-    if isinstance(outputs, dict):
-        return [outputs[k] for k in sorted(outputs)]
-    return [outputs]
-
-
-@pytest.mark.parametrize("name", ["classifier", "token_classifier", "span_labeler",
-                                  "multiple_choice", "masked_lm", "pretrainer"])
-def test_an_int8_task_model_saves_and_loads_back(name, tmp_path):
-    keras.utils.set_random_seed(3)
-    model = _task(name)
-    x = _packed(model, name)
-    before = _as_list(model.predict(x, verbose=0))
-    model.quantize("int8")
-    quantized = _as_list(model.predict(x, verbose=0))
-    assert model.encoder.get_layer("transformer_block_0").query.kernel.dtype == "int8"
-    assert int8.OP in _graph_ops(model, x)  # inference on the int8 kernel
-    # int8 weights: close to the float32 model, not equal to it
-    assert 0 < max(np.abs(a - b).max() for a, b in zip(quantized, before)) < 0.1
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    assert loaded.encoder.get_layer("transformer_block_0").query.kernel.dtype == "int8"
-    assert quantization.quantized_layers(loaded) == quantization.quantized_layers(model)
-    assert int8.OP in _graph_ops(loaded, x)
-    for got, want in zip(_as_list(loaded.predict(x, verbose=0)), quantized):
-        np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 def test_an_int8_encoder_saves_and_loads_back(tmp_path):
@@ -98,19 +30,9 @@ def test_an_int8_encoder_saves_and_loads_back(tmp_path):
     path = str(tmp_path / "encoder.keras")
     encoder.save(path)
     loaded = keras.saving.load_model(path)
+    assert quantization.quantized_layers(loaded) == quantization.quantized_layers(encoder)
+    assert int8.OP in _graph_ops(loaded, x)  # inference on the int8 kernel
     np.testing.assert_allclose(loaded(x)["pooled_output"].numpy(), want, atol=1e-6)
-
-
-def test_an_int8_classifier_exports_a_serving_model_on_strings(tmp_path):
-    import tensorflow_text  # noqa: F401  (the tokenizer's ops, for loading)
-
-    keras.utils.set_random_seed(4)
-    model = _task("classifier")
-    model.quantize("int8")
-    want = model.predict(TEXTS, verbose=0)
-    path = model.export(str(tmp_path / "int8" / "1"))
-    serve = tf.saved_model.load(path).signatures["serving_default"]
-    np.testing.assert_allclose(serve(text=tf.constant(TEXTS))["logits"], want, atol=1e-5)
 
 
 def test_a_config_that_names_a_missing_layer_is_an_error():
@@ -141,9 +63,7 @@ def review_classifier():
     return model, splits["test"][0][:64], np.array(splits["test"][1][:64])
 
 
-def test_int8_agrees_with_float32_on_real_reviews(review_classifier, tmp_path, monkeypatch):
-    import tensorflow_text  # noqa: F401  (the tokenizer's ops, for loading)
-
+def test_int8_agrees_with_float32_on_real_reviews(review_classifier, monkeypatch):
     from keras_bert.layers import dense
 
     model, texts, labels = review_classifier
@@ -163,10 +83,4 @@ def test_int8_agrees_with_float32_on_real_reviews(review_classifier, tmp_path, m
     sure = np.abs(want - 0.5) > 0.1
     assert sure.sum() > 32 and ((got > 0.5) == (want > 0.5))[sure].all()
     assert ((got > 0.5) == (want > 0.5)).mean() >= 0.9
-    # The serving export computes the same (the same batches of 32, cut to their longest)
-    monkeypatch.setattr(dense, "INT8_KERNEL", True)
-    serve = tf.saved_model.load(model.export(str(tmp_path / "int8" / "1")))
-    served = np.concatenate([
-        serve.signatures["serving_default"](text=tf.constant(texts[i:i + 32]))["probabilities"]
-        for i in (0, 32)])
-    np.testing.assert_allclose(served[:, 1], got, atol=1e-5)
+    # (The int8 export serves what predict computes: tests/export/test_export_serving.py.)
