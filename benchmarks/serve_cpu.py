@@ -17,7 +17,8 @@ every figure:
 Every contender pads each batch to its longest text (at most ``--seq_length`` tokens).
 Batch 32: texts/s over the whole test split, the best of ``--rounds`` interleaved rounds
 (each round runs every contender, the order reversed every round). Batch 1: the median
-latency of single texts, the same texts for everyone, interleaved text by text. Then the
+latency of single texts, the same texts for everyone, interleaved in blocks of 25 texts
+(``--latency_block``), each block after an untimed call of the same runtime. Then the
 test accuracy of each contender's predictions, and the argmax agreement of each quantized
 model with its own float32 model.
 
@@ -63,6 +64,11 @@ flags.DEFINE_list("contenders", list(contenders_lib.ALL),
                   f"Which to run, of: {', '.join(contenders_lib.ALL)}.")
 flags.DEFINE_integer("max_texts", 0, "Use the first N test texts only (0: all).")
 flags.DEFINE_integer("latency_texts", 200, "Single texts timed for the batch-1 latency.")
+flags.DEFINE_integer("latency_block", 25,
+                     "Single texts each contender runs in a row for the batch-1 latency, "
+                     "after one untimed call (1: interleaved text by text, each call after "
+                     "another runtime's, cold caches: every latency is several times higher).",
+                     lower_bound=1)
 flags.DEFINE_integer("threads", 0, "Threads for every runtime (0: the CPU count).")
 
 
@@ -113,17 +119,21 @@ def time_batch32(runners, texts):
 
 
 def time_batch1(runners, texts):
-    """Median milliseconds of one text per call, interleaved text by text."""
+    """Median milliseconds of one text per call. The texts go in blocks of
+    ``--latency_block``: each contender runs a block in turn (the order reversed every
+    block), after one untimed call, so that every timed call follows a call of the same
+    runtime, as on a server, while load drifts evenly over all of them."""
     times = {name: [] for name in runners}
     order = list(runners)
-    for name in order:
-        for text in texts[:5]:
-            runners[name]([text])
-    for i, text in enumerate(texts):
+    size = FLAGS.latency_block
+    for i, block in enumerate(batches(texts, size)):
         for name in (order if i % 2 else reversed(order)):
-            start = time.perf_counter()
-            runners[name]([text])
-            times[name].append((time.perf_counter() - start) * 1e3)
+            if size > 1:
+                runners[name]([block[0]])
+            for text in block:
+                start = time.perf_counter()
+                runners[name]([text])
+                times[name].append((time.perf_counter() - start) * 1e3)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
