@@ -20,9 +20,10 @@ activations, where it has one) in a ``tf.function``:
 
 End to end: a `BertEncoder` of that size (``--num_layers``, random weights, ids in) in
 float32, in ``mixed_bfloat16``, after ``model.quantize("int8")`` on Keras' path (also
-compiled by XLA for each input shape) and on the int8 kernel: sequences/s at ``--batch_size`` x ``--seq_length`` (the best of ``--rounds``
-interleaved rounds) and the median latency of one ``--short_length`` sequence. Strings in,
-with the tokenizer and the accuracy of a fine-tuned model: benchmarks/serve_cpu.py.
+compiled by XLA for each input shape) and on the int8 kernel: sequences/s at
+``--batch_size`` x ``--seq_length`` (the best of ``--rounds`` interleaved rounds) and the
+median latency of one ``--short_length`` sequence. Strings in, with the tokenizer and the
+accuracy of a fine-tuned model: benchmarks/serve_cpu.py.
 
     python benchmarks/int8.py
     python benchmarks/int8.py --batch_size=32 --seq_length=64 --short_length=24

@@ -261,7 +261,7 @@ class Batcher:
             groups.setdefault(task.length_class, []).append(task)
         if None in groups:  # no text (or not grouping): the batch as it is
             groups = {None: batch}
-        for length in sorted(groups, key=lambda c: -1 if c is None else c):
+        for length in sorted(groups):  # shortest first (None comes alone)
             self._run_group(groups[length])
 
     def _run_group(self, batch):

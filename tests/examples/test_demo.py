@@ -1,5 +1,6 @@
 """examples/demo.py (what `make demo` runs), with only what `make demo` installs: a short real
-fine-tune; what it prints and writes, and that model.keras takes raw strings in a fresh process after `import keras_bert`."""
+fine-tune; what it prints and writes, and that model.keras takes raw strings in a fresh
+process after `import keras_bert`."""
 
 import json
 import pathlib
