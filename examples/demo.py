@@ -60,7 +60,7 @@ def main(argv):
     import keras
     from keras_bert import storage
     from keras_bert.data import movie_reviews
-    from keras_bert.training import finetune
+    from keras_bert.training import finetune_run
 
     try:
         splits = movie_reviews.load(seed=SEED.value)
@@ -82,18 +82,18 @@ def main(argv):
           f"(L{config.num_hidden_layers}/H{config.hidden_size}, "
           f"{config.num_parameters() / 1e6:.1f}M parameters) on {len(texts):,} movie-review "
           f"snippets; dev {len(splits['dev'][0]):,}, test {len(splits['test'][0]):,}", flush=True)
-    counts = finetune.trainable_summary(model)
+    counts = finetune_run.trainable_summary(model)
     if LORA_RANK.value:
         print(f"LoRA rank {LORA_RANK.value}: {counts['trainable_parameters']:,} of "
               f"{counts['parameters']:,} parameters trainable", flush=True)
 
     with keras_bert.backend.quiet_native_stderr():  # TF's one-off oneDNN notices
-        history = finetune.fine_tune(
+        history = finetune_run.fine_tune(
             model, texts, labels, batch_size=BATCH_SIZE.value, epochs=EPOCHS.value,
             learning_rate=LEARNING_RATE.value, warmup_ratio=WARMUP_RATIO.value,
             model_dir=MODEL_DIR.value, verbose=1 if sys.stdout.isatty() else 2)
-        dev = finetune.scores(model, *splits["dev"])
-        test = finetune.scores(model, *splits["test"])
+        dev = finetune_run.scores(model, *splits["dev"])
+        test = finetune_run.scores(model, *splits["test"])
         probabilities = keras.ops.softmax(model.predict(NEW_SENTENCES, verbose=0)).numpy()
 
     print(f"\ndev accuracy {dev['accuracy']:.1%}, test accuracy {test['accuracy']:.1%} "
@@ -102,8 +102,8 @@ def main(argv):
     for sentence, p in zip(NEW_SENTENCES, probabilities[:, 1]):
         print(f"  {p:5.2f}  {'positive' if p > 0.5 else 'negative':8}  {sentence}")
 
-    # local, or gs://; without the optimizer's state (finetune.save_model), the model's size
-    model_path = finetune.save_model(model, MODEL_DIR.value)
+    # local, or gs://; without the optimizer's state (finetune_run.save_model), the model's size
+    model_path = finetune_run.save_model(model, MODEL_DIR.value)
     written = [model_path]
     if LORA_RANK.value:  # what trained, alone: load_lora_weights puts it on a fresh model
         written.append(model.save_lora_weights(os.path.join(MODEL_DIR.value, "model.lora.h5")))
@@ -124,7 +124,7 @@ def main(argv):
         "total_seconds": round(time.perf_counter() - start, 1),
     }
     metrics_path = storage.write_json(
-        os.path.join(MODEL_DIR.value, finetune.METRICS_FILE), metrics)
+        os.path.join(MODEL_DIR.value, finetune_run.METRICS_FILE), metrics)
     print(f"\nWrote {', '.join(written)} and {metrics_path} "
           f"({metrics['total_seconds'] / 60:.1f} min in all)")
 

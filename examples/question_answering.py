@@ -4,7 +4,7 @@ examples/data/tiny_squad_train.json holds 16 hand-written questions (with answer
 over four paragraphs (the Eiffel Tower, the Amazon, Marie Curie, Python);
 tiny_squad_dev.json 8 other questions over the same paragraphs. The example fine-tunes
 `BertSpanLabeler.from_preset("minilm_l6")` on the first with run_squad.py's windowing and
-recipe (`keras_bert.training.squad`), then answers the held-out questions and scores them
+recipe (`keras_bert.training.squad_run`), then answers the held-out questions and scores them
 with the official SQuAD 1.1 EM/F1, and the training questions too. Sixteen questions teach
 the model where answers lie in these paragraphs (measured: EM 68.8 / F1 77.0 on
 the training questions, 0 on the held-out ones), not
@@ -46,22 +46,22 @@ def main(argv):
 
     import keras
     from keras_bert.data import evaluate_v1
-    from keras_bert.training import squad
+    from keras_bert.training import squad_run
 
     keras.utils.set_random_seed(0)
     try:
         model = keras_bert.BertSpanLabeler.from_preset(PRESET.value,
                                                        seq_length=SEQ_LENGTH.value)
         with keras_bert.backend.quiet_native_stderr():
-            metrics = squad.run(model, TRAIN_FILE.value, EVAL_FILE.value,
+            metrics = squad_run.run(model, TRAIN_FILE.value, EVAL_FILE.value,
                                 max_seq_length=SEQ_LENGTH.value, doc_stride=64,
                                 max_query_length=32, batch_size=BATCH_SIZE.value,
                                 epochs=EPOCHS.value, learning_rate=LEARNING_RATE.value,
                                 model_dir=MODEL_DIR.value, verbose=0)
             window = dict(max_seq_length=SEQ_LENGTH.value, doc_stride=64, max_query_length=32)
-            examples, features = squad.features_of(model, EVAL_FILE.value, False, **window)
-            answers = squad.predict(model, examples, features).predictions
-            seen = squad.predict(model, *squad.features_of(model, TRAIN_FILE.value, False,
+            examples, features = squad_run.features_of(model, EVAL_FILE.value, False, **window)
+            answers = squad_run.predict(model, examples, features).predictions
+            seen = squad_run.predict(model, *squad_run.features_of(model, TRAIN_FILE.value, False,
                                                            **window))
             seen = evaluate_v1(TRAIN_FILE.value, seen)
     except (ValueError, TypeError, OSError, keras_bert.checkpoints.CheckpointError) as error:

@@ -38,7 +38,7 @@ def main(argv):
     logging.set_verbosity(logging.ERROR)
     import keras_bert
     from keras_bert.data import files, movie_reviews
-    from keras_bert.training import finetune
+    from keras_bert.training import finetune_run
 
     try:
         if TRAIN_FILE.value:
@@ -63,10 +63,10 @@ def main(argv):
     print(f"fine-tuning {PRESET.value!r} on {len(y):,} sentence pairs "
           f"({num_classes} classes); scoring {len(test_y):,}", flush=True)
     with keras_bert.backend.quiet_native_stderr():
-        finetune.fine_tune(model, x, y, batch_size=BATCH_SIZE.value, epochs=EPOCHS.value,
+        finetune_run.fine_tune(model, x, y, batch_size=BATCH_SIZE.value, epochs=EPOCHS.value,
                            learning_rate=LEARNING_RATE.value,
                            verbose=1 if sys.stdout.isatty() else 2)
-        scores = finetune.scores(model, test_x, test_y)
+        scores = finetune_run.scores(model, test_x, test_y)
     print(f"test accuracy {scores['accuracy']:.1%}")
     a, b = test_x
     predicted = model.predict((a[:3], b[:3]), verbose=0).argmax(-1)

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.text import BertPackInputs, BertPreprocessor, BertTokenizer, MaskedLMMasker
+from keras_bert.text import BertPackInputs, BertPreprocessor, MaskedLMMasker
 
 DOCUMENTED = (ValueError, TypeError, tf.errors.InvalidArgumentError)
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", ".", "a",

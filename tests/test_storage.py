@@ -189,14 +189,14 @@ tiny_encoder().save_to_preset(sys.argv[1])
 
 def test_a_preset_save_killed_mid_write_leaves_nothing_that_loads_as_complete(tmp_path):
     from keras_bert import BertEncoder
-    from keras_bert.checkpoints import CheckpointError, layout
+    from keras_bert.checkpoints import CheckpointError, keras_bert_layout
 
     sys.path.insert(0, str(REPO / "tests" / "models"))
     from tiny import tiny_encoder
 
     target = tmp_path / "preset"
     tiny_encoder().save_to_preset(str(target))  # an earlier, complete save
-    assert layout.is_layout(str(target))
+    assert keras_bert_layout.is_layout(str(target))
     writer = subprocess.Popen([sys.executable, "-c", KILLED_SAVE, str(target)], cwd=REPO,
                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -207,7 +207,7 @@ def test_a_preset_save_killed_mid_write_leaves_nothing_that_loads_as_complete(tm
         writer.kill()  # SIGKILL mid-write: no cleanup runs
         writer.wait()
     # The earlier save's keras_bert.json went first: the directory is not taken for complete.
-    assert not layout.is_layout(str(target))
+    assert not keras_bert_layout.is_layout(str(target))
     with pytest.raises(CheckpointError, match="No TF checkpoint in .*preset"):
         BertEncoder.from_preset(str(target))  # the old index went before the new data came
     assert [p.name for p in target.glob(".tmp-*")]  # the killed writer's temporaries ...

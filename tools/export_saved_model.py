@@ -34,7 +34,7 @@ from absl import app, flags, logging  # noqa: E402
 
 import keras_bert  # noqa: E402  (loads TensorFlow without its C++ start-up lines)
 from keras_bert import export, storage  # noqa: E402
-from keras_bert.export import layout  # noqa: E402
+from keras_bert.export import export_dirs  # noqa: E402
 from keras_bert.text.packer import min_seq_length  # noqa: E402
 
 KINDS = ("encoder", "preprocessor", "serving", "litert")
@@ -143,8 +143,8 @@ def _export_dir(values):
         if values["kind"] == "litert":
             _check_litert_target(_target(values))
         else:
-            layout.check_target(_target(values), versioned=values["kind"] == "serving")
-    except layout.ExportError as error:
+            export_dirs.check_target(_target(values), versioned=values["kind"] == "serving")
+    except export_dirs.ExportError as error:
         raise flags.ValidationError(str(error)) from None
     return True
 
@@ -154,12 +154,12 @@ def _check_litert_target(version_dir):
     from keras_bert.export import litert_model
 
     if not os.path.basename(version_dir.rstrip("/")).isdigit():
-        layout.check_target(version_dir, versioned=True)  # the layout's own message
+        export_dirs.check_target(version_dir, versioned=True)  # the layout's own message
     if storage.exists(version_dir) and not storage.isdir(version_dir):
-        raise layout.ExportError(f"export_dir={version_dir} exists and is not a directory.")
+        raise export_dirs.ExportError(f"export_dir={version_dir} exists and is not a directory.")
     path = os.path.join(version_dir, litert_model.SERVING_FILE)
     if storage.exists(path):
-        raise layout.ExportError(f"{path} exists; an export never overwrites one (give another "
+        raise export_dirs.ExportError(f"{path} exists; an export never overwrites one (give another "
                                  "version, e.g. --version=next).")
 
 
@@ -168,7 +168,7 @@ def _target(values):
     if values["version"] is None:
         return values["export_dir"]
     if values["version"] == "next":
-        return layout.next_version(values["export_dir"])
+        return export_dirs.next_version(values["export_dir"])
     return os.path.join(values["export_dir"], str(int(values["version"])))
 
 

@@ -91,7 +91,7 @@ def main(argv):
 
     import keras
     from keras_bert.data import sources
-    from keras_bert.training import finetune
+    from keras_bert.training import finetune_run
 
     keras.utils.set_random_seed(FLAGS.seed)
     if FLAGS.task == "squad":
@@ -104,14 +104,14 @@ def main(argv):
             label_column=FLAGS.label_column, data_dir=FLAGS.data_dir)
         num_classes = FLAGS.num_classes or sources.num_classes(FLAGS.task, splits)
         model = _lora(_model(keras_bert, num_classes))
-        finetune.check_seq_length(model, splits["train"], flag="--seq_length")
+        finetune_run.check_seq_length(model, splits["train"], flag="--seq_length")
     except (ValueError, TypeError, keras_bert.checkpoints.CheckpointError) as error:
         sys.exit(f"finetune.py: {error}")
     print(f"{type(model).__name__} from {FLAGS.preset!r}{_lora_note(model)}: "
           f"{len(splits['train']):,} training examples, "
           + ", ".join(f"{len(v):,} {k}" for k, v in splits.items() if k != "train"), flush=True)
     with keras_bert.backend.quiet_native_stderr():
-        metrics = finetune.run(
+        metrics = finetune_run.run(
             model, splits, batch_size=FLAGS.batch_size, epochs=FLAGS.epochs,
             learning_rate=FLAGS.learning_rate, warmup_ratio=FLAGS.warmup_ratio,
             model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
@@ -124,7 +124,7 @@ def main(argv):
 
 
 def _squad(keras_bert):
-    from keras_bert.training import squad
+    from keras_bert.training import squad_run
 
     if FLAGS.tfds_name:
         sys.exit("finetune.py: --task=squad reads SQuAD JSON: give --train_file (and "
@@ -137,7 +137,7 @@ def _squad(keras_bert):
               f"{'2.0' if FLAGS.version_2_with_negative else '1.1'} from {FLAGS.train_file}",
               flush=True)
         with keras_bert.backend.quiet_native_stderr():
-            metrics = squad.run(
+            metrics = squad_run.run(
                 model, FLAGS.train_file, FLAGS.eval_file,
                 version_2_with_negative=FLAGS.version_2_with_negative,
                 max_seq_length=FLAGS.seq_length, doc_stride=FLAGS.doc_stride,
@@ -173,9 +173,9 @@ def _save_lora(model):
 def _lora_note(model):
     if not FLAGS.lora_rank:
         return ""
-    from keras_bert.training import finetune
+    from keras_bert.training import finetune_run
 
-    counts = finetune.trainable_summary(model)
+    counts = finetune_run.trainable_summary(model)
     return (f" with LoRA rank {FLAGS.lora_rank} ({counts['trainable_parameters']:,} of "
             f"{counts['parameters']:,} parameters trainable)")
 

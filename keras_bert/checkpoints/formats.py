@@ -13,7 +13,7 @@ with the same functions:
 * ``read_weights(directory, config)``: the canonical weights (Google's names), checked
   against ``config``.
 
-Writers: `layout.write` (keras_bert), `google.write_directory`, `huggingface.write_directory`.
+Writers: `keras_bert_layout.write` (keras_bert), `google.write_directory`, `huggingface.write_directory`.
 
 `open_directory` returns a `LocalCheckpoint`: the config, vocabulary path and casing read
 eagerly (cheap, and checked against each other at once), the weights read on demand.
@@ -22,11 +22,11 @@ eagerly (cheap, and checked against each other at once), the weights read on dem
 import os
 
 from keras_bert import storage
-from keras_bert.checkpoints import casing, google, huggingface, keras_hub, layout
+from keras_bert.checkpoints import casing, google, huggingface, keras_bert_layout, keras_hub
 from keras_bert.checkpoints.common import CheckpointError, check_vocab
 
 FORMATS = {  # recognised in this order: a keras_bert preset is also a Google directory
-    "keras_bert": layout,
+    "keras_bert": keras_bert_layout,
     "google": google,
     "keras_hub": keras_hub,
     "huggingface": huggingface,
@@ -42,7 +42,7 @@ def detect_format(directory):
         if module.detect(directory):
             return name
     raise CheckpointError(
-        f"{directory} is not a BERT checkpoint directory: expected {layout.METADATA_FILE} "
+        f"{directory} is not a BERT checkpoint directory: expected {keras_bert_layout.METADATA_FILE} "
         f"(keras_bert), {google.CONFIG_FILE} + {google.CHECKPOINT_PREFIX}.* (Google), "
         f"{huggingface.CONFIG_FILE} + {huggingface.SAFETENSORS_FILE} (Hugging Face) or a "
         f"keras-hub preset ({keras_hub.CONFIG_FILE} + {keras_hub.WEIGHTS_FILE}). "

@@ -10,7 +10,7 @@ from keras_bert.data.files import (
     read_examples,
     read_tagging_examples,
 )
-from keras_bert.data.pretraining.chunks import PretrainingDataOptions
+from keras_bert.data.pretraining.data_options import PretrainingDataOptions
 from keras_bert.data.pretraining.create import PretrainingDataStats, create_pretraining_data
 from keras_bert.data.pretraining.records import feature_spec as pretraining_feature_spec
 from keras_bert.data.pretraining.text_files import PretrainingDataError

@@ -4,12 +4,12 @@ LiteRT model of a task or an encoder with the tokenizer inside (`export_litert`,
 ``model.export(path, format="litert")``) and its runner (`litert_model.load`); the TF
 Serving-compatible local server is `keras_bert.serving` (imported only when it runs)."""
 
-from keras_bert.export.encoder import export_encoder
-from keras_bert.export.layout import ExportError, next_version
+from keras_bert.export.hub_encoder import export_encoder
+from keras_bert.export.export_dirs import ExportError, next_version
 from keras_bert.export.litert import export_litert
 from keras_bert.export.ops import required_ops
-from keras_bert.export.preprocessor import export_preprocessor
-from keras_bert.export.serving import export_model
+from keras_bert.export.hub_preprocessor import export_preprocessor
+from keras_bert.export.task_export import export_model
 from keras_bert.models.task import register_exporter
 
 register_exporter("tf_saved_model", export_model)  # model.export's default format

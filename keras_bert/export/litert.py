@@ -1,7 +1,7 @@
 """`export_litert` (what ``model.export(path, format="litert")`` runs): a task model or an
 encoder as one LiteRT (TensorFlow Lite) flatbuffer, raw strings in, the tokenizer inside.
 
-Signatures, as the serving SavedModel's (`keras_bert.export.serving`; batch sizes free):
+Signatures, as the serving SavedModel's (`keras_bert.export.task_export`; batch sizes free):
 
 ``serving_default``: raw text in, tokenized and packed inside the model.
 ``serving_ids``: packed ids in (``input_word_ids``, ``input_mask``, ``input_type_ids``
@@ -41,9 +41,9 @@ import tempfile
 import tensorflow as tf
 
 from keras_bert import checks, storage
-from keras_bert.export import litert_model, litert_text, modules, serving_tasks
-from keras_bert.export.encoder import vocabulary_of
-from keras_bert.export.layout import ExportError
+from keras_bert.export import litert_model, litert_text, modules, task_adapters
+from keras_bert.export.hub_encoder import vocabulary_of
+from keras_bert.export.export_dirs import ExportError
 from keras_bert.models import lora, quantization, task_data
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
@@ -53,7 +53,7 @@ SIGNATURES = ("serving_default", "serving_ids")
 QUANTIZE = (None, "int8")
 SUFFIX = ".tflite"
 # The task adapters whose outputs LiteRT's ops can compute.
-_TASKS = (serving_tasks.ClassifierServing, serving_tasks.MultipleChoiceServing)
+_TASKS = (task_adapters.ClassifierServing, task_adapters.MultipleChoiceServing)
 
 
 def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
@@ -179,7 +179,7 @@ def _task_module(model, pairs, label_names):
         raise ExportError(
             f"This {type(model).__name__} has no preprocessor (preprocessor=None), so its "
             "LiteRT export cannot take text: attach one, or export the encoder alone.")
-    task = serving_tasks.for_model(model, pairs=pairs, label_names=label_names)
+    task = task_adapters.for_model(model, pairs=pairs, label_names=label_names)
     if not isinstance(task, _TASKS):
         raise ExportError(
             f"The LiteRT export takes a BertClassifier, BertMultipleChoice or BertEncoder, "
@@ -202,7 +202,7 @@ def _task_module(model, pairs, label_names):
         return model(inputs, training=False)
 
     def from_text(texts):
-        if isinstance(task, serving_tasks.MultipleChoiceServing):
+        if isinstance(task, task_adapters.MultipleChoiceServing):
             inputs = _pack_choices(tokenizer, preprocessor, texts)
         else:
             inputs = _pack(tokenizer, preprocessor.packer,

@@ -13,7 +13,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert import storage
-from keras_bert.export.layout import ExportError
+from keras_bert.export.export_dirs import ExportError
 
 
 def required_ops(path):

@@ -2,7 +2,8 @@
 
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import BertEncoder
-from keras_bert.models.masked_lm import BertMaskedLM, BertPretrainer
+from keras_bert.models.masked_lm import BertMaskedLM
+from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.span_labeler import BertSpanLabeler
 from keras_bert.models.task import Task

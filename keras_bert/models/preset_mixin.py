@@ -142,15 +142,15 @@ class PresetMixin:
         """Writes config, vocabulary (``self.vocabulary``, if any) and weights in keras_bert's
         layout.
 
-        The layout (`keras_bert.checkpoints.layout`) is a Google checkpoint directory plus
+        The layout (`keras_bert.checkpoints.keras_bert_layout`) is a Google checkpoint directory plus
         ``keras_bert.json``; ``from_preset(directory)`` loads it back. A model from
         ``from_preset``, or loaded from a ``.keras`` file of one, writes the preset's
         vocabulary and casing; one built from a config alone writes none.
         """
-        from keras_bert.checkpoints import layout
+        from keras_bert.checkpoints import keras_bert_layout
 
         with vocabulary_file(self.vocabulary, beside=directory) as vocab_path:
-            layout.write(
+            keras_bert_layout.write(
                 directory,
                 self._preset_config(),
                 self._preset_weights(),

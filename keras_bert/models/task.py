@@ -81,7 +81,7 @@ class Task(PipelineModel):
     tokenizer_cls = BertTokenizer
     preprocessor_cls = BertPreprocessor
     preprocessor_defaults = {}
-    # The name of the task's serving adapter (keras_bert.export.serving_tasks): what its
+    # The name of the task's serving adapter (keras_bert.export.task_adapters): what its
     # serving SavedModel takes and returns. None: no serving export.
     serving_adapter = None
 

@@ -26,7 +26,7 @@ def head_weights(model):
 def save_task_to_preset(model, directory):
     """Implements ``Task.save_to_preset``: encoder and head weights, config, vocabulary,
     casing, and the task's and preprocessor's arguments in ``keras_bert.json``."""
-    from keras_bert.checkpoints import layout
+    from keras_bert.checkpoints import keras_bert_layout
 
     weights = model.encoder.get_canonical_weights()
     weights.update(head_weights(model))
@@ -43,7 +43,7 @@ def save_task_to_preset(model, directory):
     else:
         tokens, do_lower_case = model.encoder.vocabulary, model.encoder.do_lower_case
     with vocabulary_file(tokens, beside=directory) as vocab_path:
-        layout.write(directory, model.encoder.bert_config, weights, vocab_path=vocab_path,
+        keras_bert_layout.write(directory, model.encoder.bert_config, weights, vocab_path=vocab_path,
                      do_lower_case=do_lower_case, name=model.name,
                      source=type(model).__name__, extra=extra)
     return directory

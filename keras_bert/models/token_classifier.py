@@ -45,7 +45,7 @@ class BertTokenClassifier(Task):
     [3]
     """
 
-    serving_adapter = "token_classifier"  # its serving signatures: keras_bert.export.serving_tasks
+    serving_adapter = "token_classifier"  # its serving signatures: keras_bert.export.task_adapters
 
     preprocessor_cls = BertTokenClassifierPreprocessor
 

@@ -83,7 +83,7 @@ class _NoDecayMixin:
     """Keeps the names excluded from weight decay in the config, so they survive saving."""
 
     # False when the caller gives gradients already summed over the replicas of a
-    # tf.distribute strategy (keras_bert.training.pretraining does, so that clipping sees the
+    # tf.distribute strategy (keras_bert.training.pretraining_loop does, so that clipping sees the
     # global gradient: Keras clips each replica's gradient before summing them).
     aggregate_gradients = True
 

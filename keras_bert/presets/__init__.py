@@ -12,7 +12,7 @@ list the registry; `load_preset` resolves a name or path to a `Preset`.
 import sys
 import types
 
-from keras_bert.presets.loader import Preset, UnknownPresetError, load_preset
+from keras_bert.presets.resolver import Preset, UnknownPresetError, load_preset
 from keras_bert.presets.preset_loader import PresetLoader
 from keras_bert.presets.registry import PRESETS, PresetSpec
 

@@ -36,7 +36,7 @@ import urllib.parse
 import urllib.request
 
 from keras_bert import storage
-from keras_bert.checkpoints import huggingface, keras_hub, layout
+from keras_bert.checkpoints import huggingface, keras_bert_layout, keras_hub
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.checkpoints.formats import open_directory
 from keras_bert.presets import download
@@ -264,12 +264,12 @@ def _kaggle_version(found):
 def load(handle, sha256=None, progress=True):
     """The directory of ``handle``'s converted copy: fetched and converted unless there."""
     target = cache_dir(handle)
-    if layout.is_layout(target):
+    if keras_bert_layout.is_layout(target):
         return target
     if storage.exists(target):
         raise CheckpointError(
             f"{target} exists but is not a complete keras_bert preset (no "
-            f"{layout.METADATA_FILE}); remove it and try again.")
+            f"{keras_bert_layout.METADATA_FILE}); remove it and try again.")
     fetch = _download_hf if handle.hub == "hf" else _download_kaggle
     with storage.staging_dir(os.path.dirname(target), legacy=True) as work:
         raw = os.path.join(work, "raw")
@@ -281,7 +281,7 @@ def load(handle, sha256=None, progress=True):
         source = hf_url(handle) if handle.hub == "hf" else kaggle_url(handle)
         try:
             checkpoint = open_directory(raw)
-            layout.write(out, checkpoint.config, checkpoint.weights(),
+            keras_bert_layout.write(out, checkpoint.config, checkpoint.weights(),
                          vocab_path=checkpoint.vocab_path, do_lower_case=checkpoint.do_lower_case,
                          name=str(handle), source=source,
                          extra={"hub": {"handle": str(handle), "resolved": resolved,
@@ -293,7 +293,7 @@ def load(handle, sha256=None, progress=True):
         try:
             os.rename(out, target)  # the cache is a local directory (see download.cache_root)
         except OSError:
-            if not layout.is_layout(target):  # another process finishing first is fine
+            if not keras_bert_layout.is_layout(target):  # another process finishing first is fine
                 raise
     return target
 

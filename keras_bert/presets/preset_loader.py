@@ -25,7 +25,7 @@ import numpy as np
 from keras_bert import vocab
 from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.config import BertConfig
-from keras_bert.presets.loader import load_preset
+from keras_bert.presets.resolver import load_preset
 
 # Keyword arguments of from_preset that steer loading rather than the model.
 LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")

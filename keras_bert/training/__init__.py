@@ -6,7 +6,7 @@ from keras_bert.optimizers import (
     LinearWarmupDecay,
     create_optimizer,
 )
-from keras_bert.training.pretraining import PretrainingLoop
+from keras_bert.training.pretraining_loop import PretrainingLoop
 from keras_bert.training.pretraining_run import PretrainingOptions, pretrain
 
 __all__ = ["AdamW", "Lamb", "LinearWarmupDecay", "PretrainingLoop", "PretrainingOptions",

@@ -3,7 +3,7 @@
 `pretrain(options, strategy)` builds the `BertPretrainer` and the optimizer in the
 strategy's scope, the input pipelines with ``distribute_datasets_from_function`` (TFRecords
 of the original format, or raw text with dynamic masking), and trains with
-`keras_bert.training.pretraining.PretrainingLoop`. In ``options.model_dir``:
+`keras_bert.training.pretraining_loop.PretrainingLoop`. In ``options.model_dir``:
 
 * ``checkpoints/``: `tf.train.CheckpointManager` checkpoints (model, optimizer, step) every
   ``save_checkpoints_steps``. Running the same command again restores the latest one and
@@ -41,8 +41,8 @@ from keras_bert.data.pretraining.record_input import (PretrainingDataError, chec
 from keras_bert.data.pretraining.text_input import DynamicMaskingInput
 from keras_bert.training import distribution
 from keras_bert.optimizers.optimization import OPTIMIZERS, create_optimizer
-from keras_bert.training.pretraining import PretrainingLoop, most_frequent_token_baseline
-from keras_bert.training.pretraining_model import PRECISIONS, build_pretrainer, tokenizer_of
+from keras_bert.training.pretraining_loop import PretrainingLoop, most_frequent_token_baseline
+from keras_bert.training.initial_model import PRECISIONS, build_pretrainer, tokenizer_of
 
 INPUT_FORMATS = ("tfrecord", "text")
 CHECKPOINTS = "checkpoints"

@@ -50,7 +50,7 @@ def test_the_table_lists_every_format_in_detection_order(tmp_path):
 def test_every_writer_writes_to_a_gfile_path_and_nothing_locally(tmp_path, monkeypatch, fmt):
     """The writers themselves go through keras_bert.storage: straight to ram:// (gs://)."""
     from keras_bert import storage
-    from keras_bert.checkpoints import layout
+    from keras_bert.checkpoints import keras_bert_layout
     from tests.local_disk import nothing_written_locally
 
     encoder = tiny_encoder(seed=0)
@@ -60,7 +60,7 @@ def test_every_writer_writes_to_a_gfile_path_and_nothing_locally(tmp_path, monke
                                "\n".join(VOCAB) + "\n")
     with nothing_written_locally(tmp_path, monkeypatch):
         if fmt == "keras_bert":
-            layout.write(ram, encoder.bert_config, encoder.get_canonical_weights(),
+            keras_bert_layout.write(ram, encoder.bert_config, encoder.get_canonical_weights(),
                          vocab_path=vocab, do_lower_case=True)
         else:
             FORMATS[fmt].write_directory(ram, encoder.bert_config,

@@ -40,7 +40,7 @@ def preset_classifier(preset, seed=0, num_classes=2, seq_length=128):
 def write_serving_model(model, directory):
     """``model.export`` (the product's serving export) to ``<directory>/1``; returns that path.
 
-    Its signatures, as `keras_bert.export.serving` documents them: ``serving_default``
+    Its signatures, as `keras_bert.export.task_export` documents them: ``serving_default``
     takes ``text`` (tf.string ``[batch]``), ``serving_ids`` takes ``input_word_ids``,
     ``input_mask``, ``input_type_ids`` (int32 ``[batch, seq]``); both answer ``logits``,
     ``probabilities`` (float32 ``[batch, num_classes]``) and ``label_ids`` (int32 ``[batch]``).

@@ -1,7 +1,7 @@
 """keras_bert/models/quantization.py: Keras' model.quantize("int8") on the encoder gives a
 model that runs on the int8 kernel, saves to .keras and loads back with the same outputs; on
 real reviews with the real minilm_l6 weights an int8 classifier agrees with the float32 model.
-Every task model's int8 save, reload, export and serving: tests/export/test_export_serving.py."""
+Every task model's int8 save, reload, export and serving: tests/export/test_task_export.py."""
 
 import keras
 import numpy as np
@@ -83,4 +83,4 @@ def test_int8_agrees_with_float32_on_real_reviews(review_classifier, monkeypatch
     sure = np.abs(want - 0.5) > 0.1
     assert sure.sum() > 32 and ((got > 0.5) == (want > 0.5))[sure].all()
     assert ((got > 0.5) == (want > 0.5)).mean() >= 0.9
-    # (The int8 export serves what predict computes: tests/export/test_export_serving.py.)
+    # (The int8 export serves what predict computes: tests/export/test_task_export.py.)

@@ -8,7 +8,7 @@ import keras_bert
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, BertTokenizer
 from keras_bert.presets import preset_loader
 from keras_bert.presets.preset_loader import PresetLoader
-from keras_bert.training import pretraining_model
+from keras_bert.training import initial_model
 from tests.models.tiny import tiny_encoder
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
@@ -44,9 +44,9 @@ def task_preset(tmp_path):
     lambda p: BertClassifier.from_preset(p, preprocessor=None),
     lambda p: BertTokenizer.from_preset(p),
     lambda p: keras_bert.BertPackInputs.from_preset(p),
-    lambda p: pretraining_model.build_pretrainer(preset=p, max_seq_length=16,
+    lambda p: initial_model.build_pretrainer(preset=p, max_seq_length=16,
                                                  max_predictions_per_seq=2),
-    lambda p: pretraining_model.build_pretrainer(init_checkpoint=p, max_seq_length=16,
+    lambda p: initial_model.build_pretrainer(init_checkpoint=p, max_seq_length=16,
                                                  max_predictions_per_seq=2),
 ])
 def test_each_from_preset_resolves_the_preset_once(task_preset, resolutions, load):

@@ -18,9 +18,9 @@ import time
 
 
 def _pause_conversion(ready, go):
-    from keras_bert.checkpoints import layout
+    from keras_bert.checkpoints import keras_bert_layout
 
-    write = layout.write
+    write = keras_bert_layout.write
 
     def paused(*args, **kwargs):
         with open(ready, "w"):
@@ -29,7 +29,7 @@ def _pause_conversion(ready, go):
             time.sleep(0.05)
         return write(*args, **kwargs)
 
-    layout.write = paused
+    keras_bert_layout.write = paused
 
 
 def main(argv):

@@ -31,7 +31,8 @@ import time
 from keras_bert import storage
 from keras_bert.data.pretraining import records as pretraining_records
 from keras_bert.data.pretraining import text_files as pretraining_files
-from keras_bert.data.pretraining.chunks import ChunkEncoder, PretrainingDataOptions
+from keras_bert.data.pretraining.chunks import ChunkEncoder
+from keras_bert.data.pretraining.data_options import PretrainingDataOptions
 from keras_bert.data.pretraining.text_files import PretrainingDataError
 
 CHUNK_LINES = 10_000

@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from keras_bert.data.pretraining import create as pretraining_data
 from keras_bert.data.pretraining import records as pretraining_records
-from keras_bert.data.pretraining.chunks import ChunkEncoder, PretrainingDataOptions
+from keras_bert.data.pretraining.chunks import ChunkEncoder
+from keras_bert.data.pretraining.data_options import PretrainingDataOptions
 from keras_bert.data.pretraining.text_files import PretrainingDataError
 from keras_bert.text import BertTokenizer
 from tests.data.pretraining import google_pretraining

@@ -15,7 +15,7 @@ from keras_bert import storage
 from keras_bert.checkpoints import google
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.models.encoder import BertEncoder
-from keras_bert.models.masked_lm import BertPretrainer
+from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.presets.preset_loader import PresetLoader, load_head_weights
 from keras_bert.text.masked_lm_preprocessor import BertPretrainerPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer

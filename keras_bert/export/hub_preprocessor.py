@@ -26,8 +26,8 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.export import layout, modules
-from keras_bert.export.layout import ExportError
+from keras_bert.export import export_dirs, modules
+from keras_bert.export.export_dirs import ExportError
 from keras_bert.models.preset_mixin import vocabulary_file
 from keras_bert.models.task import Task
 from keras_bert.text.packer import BertPackInputs
@@ -70,7 +70,7 @@ def export_preprocessor(preprocessor, export_dir):
     array([[0, 0, 0, 0, 1, 1]], dtype=int32)
     """
     tokenizer, packer = _parts(preprocessor)
-    export_dir = layout.check_target(export_dir)  # before any tracing
+    export_dir = export_dirs.check_target(export_dir)  # before any tracing
     with vocabulary_file(tokenizer.vocabulary, beside=os.path.dirname(export_dir)) as vocab_path:
         root = preprocessor_module(tokenizer, packer, vocab_path)
 
@@ -78,7 +78,7 @@ def export_preprocessor(preprocessor, export_dir):
         def serving_default(text):
             return root.__call__(text)
 
-        return layout.save(root, export_dir, signatures={"serving_default": serving_default})
+        return export_dirs.save(root, export_dir, signatures={"serving_default": serving_default})
 
 
 def preprocessor_module(tokenizer, packer, vocab_path=None):

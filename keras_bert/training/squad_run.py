@@ -13,7 +13,7 @@ from keras_bert.data import (
     evaluate_v2,
     read_squad_examples,
 )
-from keras_bert.training.finetune import METRICS_FILE, fine_tune, run_metrics, save_model
+from keras_bert.training.finetune_run import METRICS_FILE, fine_tune, run_metrics, save_model
 
 
 def features_of(model, source, is_training, version_2_with_negative=False, max_seq_length=384,
@@ -49,7 +49,7 @@ def run(model, train_file, eval_file=None, version_2_with_negative=False, max_se
     Writes into ``model_dir``: ``predictions.json``, ``nbest_predictions.json`` (and
     ``null_odds.json`` for 2.0) for the evaluation file, ``metrics.json`` (``exact_match``,
     ``f1``, and the 2.0 breakdown), ``model.keras`` (with the optimizer's state only if
-    ``save_optimizer_state``: `keras_bert.training.finetune.save_model`), checkpoints and
+    ``save_optimizer_state``: `keras_bert.training.finetune_run.save_model`), checkpoints and
     TensorBoard logs. ``learning_rate`` None: the model's default (5e-5; 5e-4 with LoRA
     enabled). Returns the metrics.
     """

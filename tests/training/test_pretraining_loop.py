@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.training import create_optimizer
-from keras_bert.training.pretraining import PretrainingLoop
+from keras_bert.training.pretraining_loop import PretrainingLoop
 from keras_bert.training.pretraining_run import PretrainingError, PretrainingOptions, pretrain
 
 REPO = pathlib.Path(__file__).resolve().parent
@@ -175,7 +175,7 @@ def test_a_run_on_ram_reads_and_writes_only_there_and_its_model_loads_back(tmp_p
             keras_bert.checkpoints.open_directory(f"{root}/run").weights()[
                 "bert/pooler/dense/bias"])
         # Phase 2 starts from the checkpoint there, by prefix or by directory.
-        from keras_bert.training.pretraining_model import build_pretrainer
+        from keras_bert.training.initial_model import build_pretrainer
 
         for init in (f"{root}/run/bert_model.ckpt", f"{root}/run"):
             phase_two = build_pretrainer(bert_config_file=config, init_checkpoint=init,

@@ -1,4 +1,4 @@
-"""keras_bert.export.layout: where an export may go (TF Serving's numbered versions, never
+"""keras_bert.export.export_dirs: where an export may go (TF Serving's numbered versions, never
 over a non-empty directory) and the atomic write."""
 
 import os
@@ -7,32 +7,32 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export import ExportError, layout, next_version
+from keras_bert.export import ExportError, export_dirs, next_version
 
 
 def test_check_target(tmp_path):
-    assert layout.check_target(tmp_path / "new" / "dir") == str(tmp_path / "new" / "dir")
-    assert layout.check_target(tmp_path / "m" / "7", versioned=True) == str(tmp_path / "m" / "7")
+    assert export_dirs.check_target(tmp_path / "new" / "dir") == str(tmp_path / "new" / "dir")
+    assert export_dirs.check_target(tmp_path / "m" / "7", versioned=True) == str(tmp_path / "m" / "7")
     (tmp_path / "empty").mkdir()
-    assert layout.check_target(tmp_path / "empty") == str(tmp_path / "empty")
+    assert export_dirs.check_target(tmp_path / "empty") == str(tmp_path / "empty")
     with pytest.raises(ExportError, match=r"numbered version directories, "
                                           r"<base>/<name>/<version>.*e\.g\. .*/m/v1/1"):
-        layout.check_target(tmp_path / "m" / "v1", versioned=True)
+        export_dirs.check_target(tmp_path / "m" / "v1", versioned=True)
     (tmp_path / "file").write_text("x")
     with pytest.raises(ExportError, match="exists and is not a directory"):
-        layout.check_target(tmp_path / "file")
+        export_dirs.check_target(tmp_path / "file")
     with pytest.raises(ExportError, match="cannot create it .*/file is not a writable "
                                           "directory"):
-        layout.check_target(tmp_path / "file" / "below")
+        export_dirs.check_target(tmp_path / "file" / "below")
     # Object stores are welcome (ram:// stands for gs://: the same tf.io.gfile code), and
     # held to the same rules: never over a directory that is not empty.
-    assert layout.check_target("ram://export_layout/models/m/1", versioned=True) == \
+    assert export_dirs.check_target("ram://export_layout/models/m/1", versioned=True) == \
         "ram://export_layout/models/m/1"
     tf.io.gfile.makedirs("ram://export_layout/models/m/2/variables")
     with pytest.raises(ExportError, match="already exists and is not empty"):
-        layout.check_target("ram://export_layout/models/m/2", versioned=True)
+        export_dirs.check_target("ram://export_layout/models/m/2", versioned=True)
     with pytest.raises(ExportError, match="must be a directory path, got None"):
-        layout.check_target(None)
+        export_dirs.check_target(None)
 
 
 def test_next_version(tmp_path):
@@ -52,13 +52,13 @@ def test_a_failed_save_leaves_nothing(tmp_path):
         raise RuntimeError("tracing failed")
 
     with pytest.raises(RuntimeError, match="tracing failed"):
-        layout.save(module, tmp_path / "m" / "1", signatures={"serving_default": broken},
+        export_dirs.save(module, tmp_path / "m" / "1", signatures={"serving_default": broken},
                     versioned=True)
     assert os.listdir(tmp_path / "m") == []  # no version, no .tmp-* leftovers
     module.f = tf.function(lambda x: x + module.v,
                            input_signature=[tf.TensorSpec([], tf.float32)])
     (tmp_path / "m" / "1").mkdir()  # an empty directory is taken over
-    path = layout.save(module, tmp_path / "m" / "1", versioned=True)
+    path = export_dirs.save(module, tmp_path / "m" / "1", versioned=True)
     assert sorted(os.listdir(tmp_path / "m")) == ["1"]
     assert float(tf.saved_model.load(path).f(1.0)) == 2.0
 
@@ -82,7 +82,7 @@ def test_exports_to_an_object_store_end_with_saved_model_pb_and_load_from_there(
         raise RuntimeError("tracing failed")
 
     with pytest.raises(RuntimeError, match="tracing failed"):
-        layout.save(module, f"{base}/1", signatures={"serving_default": broken}, versioned=True)
+        export_dirs.save(module, f"{base}/1", signatures={"serving_default": broken}, versioned=True)
     assert storage.walk_files(base) == []  # no version, no .tmp-* leftovers
     moved = []
     move = storage._move_file

@@ -29,8 +29,8 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.export import layout, modules
-from keras_bert.export.layout import ExportError
+from keras_bert.export import export_dirs, modules
+from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import int8
 from keras_bert.models import lora
 from keras_bert.models.encoder import BertEncoder
@@ -60,7 +60,7 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     Raises:
         ExportError: a model that is not a `BertEncoder` or task model; no vocabulary or
             casing to be found; a vocabulary whose size differs from the encoder's
-            ``vocab_size``; a bad ``export_dir`` (see `keras_bert.export.layout`).
+            ``vocab_size``; a bad ``export_dir`` (see `keras_bert.export.export_dirs`).
 
     Example:
 
@@ -83,7 +83,7 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     (True, 39)
     """
     encoder, mlm_model = _encoder_of(model)
-    export_dir = layout.check_target(export_dir)  # before any tracing
+    export_dir = export_dirs.check_target(export_dir)  # before any tracing
     if encoder.lora_config is not None:  # the factors merged into the kernels, all trainable
         model = lora.merged_copy(model)
         encoder, mlm_model = _encoder_of(model)
@@ -92,7 +92,7 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
         root = encoder_module(encoder, mlm_model, vocab_path, lower)
         serving = _serving_function(root)
         with int8.constant_weights():  # int8 kernels are not trainable: oneDNN caches them
-            return layout.save(root, export_dir, signatures={"serving_default": serving})
+            return export_dirs.save(root, export_dir, signatures={"serving_default": serving})
 
 
 def encoder_module(encoder, mlm_model=None, vocab_path=None, do_lower_case=None):

@@ -1,4 +1,4 @@
-"""training/finetune.py: the recipe sized to the run, model_dir outputs, the task scores."""
+"""training/finetune_run.py: the recipe sized to the run, model_dir outputs, the task scores."""
 
 import os
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertClassifier, BertPreprocessor
-from keras_bert.training import finetune
+from keras_bert.training import finetune_run
 from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
 
 
@@ -19,7 +19,7 @@ def test_fine_tune_sizes_the_schedule_and_writes_checkpoints_and_logs(tmp_path):
     model = _model()
     texts = POSITIVE + NEGATIVE
     labels = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
-    history = finetune.fine_tune(model, texts, labels, validation_data=(texts[:4], labels[:4]),
+    history = finetune_run.fine_tune(model, texts, labels, validation_data=(texts[:4], labels[:4]),
                                  batch_size=4, epochs=2, learning_rate=1e-3,
                                  model_dir=str(tmp_path), verbose=0)
     steps = model.steps_per_epoch(len(texts), 4) * 2
@@ -38,13 +38,13 @@ def test_fine_tune_default_learning_rate_follows_lora():
     model.enable_lora(2)
     texts = POSITIVE + NEGATIVE
     labels = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
-    history = finetune.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
+    history = finetune_run.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
     assert history.learning_rate == model.default_learning_rate() == 5e-4
     assert model.optimizer.learning_rate_schedule.peak_learning_rate == 5e-4
-    summary = finetune.trainable_summary(model)
+    summary = finetune_run.trainable_summary(model)
     assert summary == {"lora_rank": 2, "trainable_parameters": 2 * 2 * (16 * 2 + 2 * 16) + 34,
                        "parameters": summary["parameters"]}
-    assert finetune.trainable_summary(_model())["lora_rank"] == 0
+    assert finetune_run.trainable_summary(_model())["lora_rank"] == 0
 
 
 def test_scores_per_task():
@@ -60,13 +60,13 @@ def test_scores_per_task():
             return self.out
 
     logits = np.array([[0, 1], [1, 0], [0, 1], [1, 0], [1, 0], [0, 1]], "float32")
-    s = finetune.scores(Fixed(logits), None, y)
+    s = finetune_run.scores(Fixed(logits), None, y)
     assert s["accuracy"] == pytest.approx(4 / 6)
     assert s["f1"] == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
     assert s["matthews_corrcoef"] == pytest.approx(1 / 3)
     reg = Fixed(np.array([[1.0], [2.0], [3.0], [4.0]]))
     reg.num_classes = 1
-    s = finetune.scores(reg, None, np.array([1.5, 2.0, 3.5, 3.9]))
+    s = finetune_run.scores(reg, None, np.array([1.5, 2.0, 3.5, 3.9]))
     assert s["spearman"] == pytest.approx(1.0) and 0.9 < s["pearson"] < 1.0
 
 
@@ -99,10 +99,10 @@ def test_model_keras_leaves_the_optimizer_out_and_loads_without_warnings(tmp_pat
                            preprocessor=BertPreprocessor(VOCAB, seq_length=16))
     texts = POSITIVE + NEGATIVE
     labels = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
-    finetune.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
-    path = finetune.save_model(model, str(tmp_path / "run"))
+    finetune_run.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
+    path = finetune_run.save_model(model, str(tmp_path / "run"))
     assert path == str(tmp_path / "run" / "model.keras")
-    resumable = finetune.save_model(model, str(tmp_path / "resumable"), include_optimizer=True)
+    resumable = finetune_run.save_model(model, str(tmp_path / "resumable"), include_optimizer=True)
     assert int(model.optimizer.iterations) == 2 and model.compiled  # the model keeps its own
     weights = _weights_bytes(model)
     assert os.path.getsize(path) < 1.2 * weights  # weights, config and vocabulary
@@ -157,7 +157,7 @@ def test_a_run_from_and_to_ram_writes_every_output_there_and_nothing_locally(tmp
         splits = sources.load_splits("classification", train_file=train, eval_file=train,
                                      test_file=test, text_column="sentence")
         model = BertClassifier.from_preset(f"{root}/preset", num_classes=2, seq_length=16)
-        metrics = finetune.run(model, splits, batch_size=4, epochs=1, learning_rate=1e-3,
+        metrics = finetune_run.run(model, splits, batch_size=4, epochs=1, learning_rate=1e-3,
                                model_dir=f"{root}/model", export_dir=f"{root}/export/1",
                                verbose=0)
         assert storage.listdir(f"{root}/model") == [

@@ -4,7 +4,7 @@
 import os
 
 from keras_bert import storage
-from keras_bert.checkpoints import google, layout
+from keras_bert.checkpoints import google, keras_bert_layout
 from keras_bert.checkpoints.common import CheckpointError, check_shapes
 from keras_bert.checkpoints.formats import open_directory
 from keras_bert.presets import aliases, download, handles, hubs
@@ -125,7 +125,7 @@ def _google_converter(name, source, expected_config=None, known_casing=None):
         prefix = google.find_checkpoint_prefix(src)
         check_shapes(google.variable_shapes(prefix), config, prefix)
         weights = google.read_checkpoint(prefix, config)
-        layout.write(out, config, weights, vocab_path=checkpoint.vocab_path,
+        keras_bert_layout.write(out, config, weights, vocab_path=checkpoint.vocab_path,
                      do_lower_case=checkpoint.do_lower_case, name=name, source=source)
 
     return convert
@@ -139,19 +139,19 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
                       open_directory(path, do_lower_case, known_casing=_registry_casing(spec)))
     target = os.path.join(download.cache_root(), spec.name)
     source = preset_url(spec, url)
-    if not require_files and not layout.is_layout(target):
+    if not require_files and not keras_bert_layout.is_layout(target):
         # The registry knows the released config: no download for an architecture alone.
         return Preset(spec.name, source, _RegistryConfig(spec))
-    if storage.exists(target) and not layout.is_layout(target):
+    if storage.exists(target) and not keras_bert_layout.is_layout(target):
         raise CheckpointError(
             f"{target} exists but is not a complete keras_bert preset (no "
-            f"{layout.METADATA_FILE}); remove it and try again."
+            f"{keras_bert_layout.METADATA_FILE}); remove it and try again."
         )
-    if not layout.is_layout(target):
+    if not keras_bert_layout.is_layout(target):
         try:
             _fetch_and_convert(spec, source, target, sha256 or spec.sha256, progress, purpose)
         except FileNotFoundError:
-            if not layout.is_layout(target):  # the archive vanished and nobody converted it
+            if not keras_bert_layout.is_layout(target):  # the archive vanished and nobody converted it
                 raise
             # else a concurrent call converted it and removed the archive under us: done.
     return Preset(spec.name, source,
@@ -214,7 +214,7 @@ def _remove(path):
 def _from_zip(path, do_lower_case=None):
     stem = os.path.splitext(os.path.basename(path))[0]
     target = os.path.join(download.cache_root(), "zips", f"{stem}-{download.sha256_of(path)[:16]}")
-    if not layout.is_layout(target):
+    if not keras_bert_layout.is_layout(target):
         download.convert_zip(path, target, _google_converter(stem, path),
                              expected_files=["bert_config.json"])
     return Preset(stem, path, open_directory(target, do_lower_case))

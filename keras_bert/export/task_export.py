@@ -50,8 +50,8 @@ serves it (the newest version under the base path).
 
 import tensorflow as tf
 
-from keras_bert.export import layout, modules, serving_tasks
-from keras_bert.export.layout import ExportError
+from keras_bert.export import export_dirs, modules, task_adapters
+from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import int8
 from keras_bert.models import task_data
 
@@ -107,20 +107,20 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
     if input_signature is not None:
         raise ExportError(
             "input_signature: the serving export's signatures are fixed (serving_default "
-            "takes text, serving_ids the packed ids); see keras_bert.export.serving.")
+            "takes text, serving_ids the packed ids); see keras_bert.export.task_export.")
     if model.preprocessor is None:
         raise ExportError(
             f"This {type(model).__name__} has no preprocessor (preprocessor=None), so its "
             "serving export cannot take text: attach one (model.preprocessor = "
             "BertPreprocessor.from_preset(...)), or export the encoder alone "
             "(keras_bert.export.export_encoder).")
-    export_dir = layout.check_target(export_dir, versioned=True)  # before tracing anything
-    task = serving_tasks.for_model(model, pairs=pairs, label_names=label_names, top_k=top_k,
+    export_dir = export_dirs.check_target(export_dir, versioned=True)  # before tracing anything
+    task = task_adapters.for_model(model, pairs=pairs, label_names=label_names, top_k=top_k,
                                    max_answer_length=max_answer_length)
     root = serving_module(model, task)
     signatures = {name: getattr(root, name) for name in SIGNATURES}
     with int8.constant_weights():  # an export's int8 weights never change: oneDNN caches them
-        path = layout.save(root, export_dir, signatures=signatures, versioned=True)
+        path = export_dirs.save(root, export_dir, signatures=signatures, versioned=True)
     if verbose:
         print(f"Saved the serving SavedModel of {type(model).__name__} to {path}: "
               f"serving_default({task.describe_inputs()}), "

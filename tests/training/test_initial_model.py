@@ -1,8 +1,8 @@
-"""keras_bert/training/pretraining_model.py: the model a pre-training run starts from is built
+"""keras_bert/training/initial_model.py: the model a pre-training run starts from is built
 once from its preset and is not compiled (the pre-training loop brings its own optimizer)."""
 
 import keras_bert  # noqa: F401  (selects the TensorFlow backend)
-from keras_bert.training.pretraining_model import build_pretrainer
+from keras_bert.training.initial_model import build_pretrainer
 from tests.models.tiny import tiny_encoder
 
 

@@ -1,5 +1,5 @@
 """What each task model's serving export takes and returns (the spec is at the top of
-`keras_bert.export.serving`): one class per task family, each turning the signature's text
+`keras_bert.export.task_export`): one class per task family, each turning the signature's text
 inputs into the model's packed inputs and the model's outputs into scores and labels.
 
 Everything here runs inside the exported graph: core TensorFlow ops plus the tokenizer's
@@ -9,7 +9,7 @@ Everything here runs inside the exported graph: core TensorFlow ops plus the tok
 import tensorflow as tf
 
 from keras_bert.export import modules
-from keras_bert.export.layout import ExportError
+from keras_bert.export.export_dirs import ExportError
 from keras_bert import checks
 from keras_bert import vocab as vocab_lib
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
@@ -23,7 +23,7 @@ def _strings(*names, shape=(None,)):
 
 class TaskServing:
     """The serving behaviour of one task model. Subclasses set the text inputs and the
-    outputs; see `keras_bert.export.serving` for the contract.
+    outputs; see `keras_bert.export.task_export` for the contract.
 
     Example (`for_model` picks the class of a task model, here `ClassifierServing`):
 

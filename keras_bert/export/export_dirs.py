@@ -29,7 +29,7 @@ class ExportError(ValueError):
     or a model that lacks what the export needs (a preprocessor, a vocabulary).
 
     >>> from keras_bert.export import ExportError
-    >>> from keras_bert.export.layout import check_target
+    >>> from keras_bert.export.export_dirs import check_target
     >>> try:
     ...     check_target("gs://my-bucket/models/sentiment/latest", versioned=True)
     ... except ExportError as error:
