@@ -82,11 +82,10 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     >>> bool(loaded.do_lower_case.numpy()), len(loaded.trainable_variables)
     (True, 39)
     """
-    encoder, mlm_model = _encoder_of(model)
+    _encoder_of(model)  # an ExportError for another kind of model, before anything else
     export_dir = export_dirs.check_target(export_dir)  # before any tracing
-    if encoder.lora_config is not None:  # the factors merged into the kernels, all trainable
-        model = lora.merged_copy(model)
-        encoder, mlm_model = _encoder_of(model)
+    model = lora.for_export(model)  # LoRA factors merged into the kernels, all trainable
+    encoder, mlm_model = _encoder_of(model)
     tokens, lower = vocabulary_of(model, encoder, vocabulary, do_lower_case)
     with vocabulary_file(tokens, beside=os.path.dirname(export_dir)) as vocab_path:
         root = encoder_module(encoder, mlm_model, vocab_path, lower)

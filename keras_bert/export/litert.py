@@ -112,11 +112,9 @@ def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
                           "(serving_default takes text, serving_ids the packed ids).")
     quantize = _quantization(quantize, optimizations)
     filepath = check_path(filepath)
-    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
-    if getattr(encoder, "lora_config", None) is not None:  # the factors merged: plain kernels
-        model = lora.merged_copy(model)
     pairs = checks.boolean("pairs", pairs)
     encoder_only = checks.boolean("encoder_only", encoder_only)
+    model = lora.for_export(model)  # LoRA factors merged into the kernels
     if isinstance(model, BertEncoder) or encoder_only:
         if label_names is not None:
             raise ExportError("label_names: an encoder has no class labels.")

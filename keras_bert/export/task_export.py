@@ -53,7 +53,7 @@ import tensorflow as tf
 from keras_bert.export import export_dirs, modules, task_adapters
 from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import int8
-from keras_bert.models import task_data
+from keras_bert.models import lora, task_data
 
 SIGNATURES = ("serving_default", "serving_ids")
 
@@ -115,6 +115,7 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
             "BertPreprocessor.from_preset(...)), or export the encoder alone "
             "(keras_bert.export.export_encoder).")
     export_dir = export_dirs.check_target(export_dir, versioned=True)  # before tracing anything
+    model = lora.for_export(model)  # LoRA factors merged into the kernels
     task = task_adapters.for_model(model, pairs=pairs, label_names=label_names, top_k=top_k,
                                    max_answer_length=max_answer_length)
     root = serving_module(model, task)

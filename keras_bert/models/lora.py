@@ -8,7 +8,8 @@ the projection computes ``x @ W + (lora_alpha / rank) * (x @ A) @ B``. A task mo
 stays trainable. What trained is small: ``save_lora_weights(path)`` writes it (the factors,
 and a task model's head) to one ``.lora.h5`` file, which ``load_lora_weights(path)`` puts
 back onto a fresh ``from_preset`` model. ``merge_lora()`` folds the factors into the kernels
-(one plain matmul per projection again) for serving; ``model.export`` exports a merged copy.
+(one plain matmul per projection again) for serving; every export writes a merged copy
+(`for_export`).
 
 The projections LoRA can target (``TARGETS``), by the names of their `Dense` layers in
 `TransformerBlock`: ``query``, ``key``, ``value``, ``attention_output`` (the attention's
@@ -197,24 +198,29 @@ def _describe(state):
             f"{', '.join(state['target_layer_names'])}")
 
 
-# ---------------------------------------------------------------- merged copies
+# ---------------------------------------------------------------- what exports write
 def _encoder_of(model):
     """The encoder of ``model`` (a `BertEncoder` or a task model)."""
     return model if hasattr(model, "transformer_blocks") else model.encoder
 
 
-def merged_copy(model):
-    """A copy of the LoRA ``model`` (encoder or task model; the same preprocessor object)
-    with the factors merged into its kernels and every weight trainable, as a model fresh
-    from ``from_preset``: what the exports write. ``model`` itself is unchanged."""
-    if hasattr(model, "transformer_blocks"):
+def for_export(model):
+    """What every export writes of ``model`` (`Task.export` for Keras' own formats, and each
+    writer of `keras_bert.export`): ``model`` itself, or, with LoRA enabled, a copy (encoder
+    or task model; the same preprocessor object) with the factors merged into its kernels
+    and every weight trainable, as a model fresh from ``from_preset``: the same outputs from
+    plain projections. ``model`` itself keeps its factors. Any other object is returned as
+    it is, for the writer to refuse."""
+    encoder = model if hasattr(model, "transformer_blocks") else getattr(model, "encoder", None)
+    if getattr(encoder, "lora_config", None) is None:
+        return model
+    if encoder is model:
         copy = type(model).from_config(model.get_config())
         copy.vocabulary, copy._vocab_source = model.vocabulary, model._vocab_source
     else:
         config = model.get_config()
         config["preprocessor"] = model.preprocessor  # its vocabulary is no part of the config
         copy = type(model).from_config({**config, "compile": False})
-        encoder = model.encoder
         copy.encoder.vocabulary, copy.encoder._vocab_source = (encoder.vocabulary,
                                                                encoder._vocab_source)
     copy.set_weights(model.get_weights())

@@ -251,19 +251,16 @@ class Task(PipelineModel):
         `keras_bert.export.ExportError` (a ``ValueError``) for an ``input_signature`` with
         ``"tf_saved_model"`` or ``"litert"``: their signatures are fixed (text and ids).
         A model with LoRA enabled exports a copy with the factors merged into the kernels
-        (`merge_lora`): the same outputs, plain projections; the model itself keeps its
-        factors.
+        (`keras_bert.models.lora.for_export`): the same outputs, plain projections; the
+        model itself keeps its factors.
         """
-        model = lora.merged_copy(self) if self.lora_config else self
-        if model is not self:  # the factors folded into the kernels: plain projections
-            return model.export(filepath, format=format, verbose=verbose,
-                                input_signature=input_signature, **kwargs)
         writer = EXPORTERS.get(format)
-        if writer is None:
-            return super().export(filepath, format=format, verbose=verbose,
-                                  input_signature=input_signature, **kwargs)
-        return writer(self, filepath, verbose=bool(verbose), input_signature=input_signature,
-                      **kwargs)
+        if writer is not None:  # (each writer exports lora.for_export(model))
+            return writer(self, filepath, verbose=bool(verbose),
+                          input_signature=input_signature, **kwargs)
+        model = lora.for_export(self)
+        return super(Task, model).export(filepath, format=format, verbose=verbose,
+                                         input_signature=input_signature, **kwargs)
 
     # ------------------------------------------------------------------ presets
     @classmethod

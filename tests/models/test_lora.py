@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from keras_bert import (BertClassifier, BertEncoder, BertMaskedLM, BertMultipleChoice,
                         BertSpanLabeler, BertTokenClassifier, storage)
-from keras_bert.models import BertPretrainer
+from keras_bert.models import BertPretrainer, lora
 from keras_bert.models.task import DEFAULT_LEARNING_RATE, DEFAULT_LORA_LEARNING_RATE
 from tests.examples.tiny_preset import write_tiny_preset
 from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
@@ -360,12 +360,28 @@ def test_merge_gives_the_same_outputs_from_plain_kernels(preset, tmp_path):
     np.testing.assert_allclose(model.predict(TEXTS, verbose=0), expected, atol=1e-5)
 
 
-def test_export_serves_the_merged_model(preset, tmp_path):
+def test_for_export_is_the_model_itself_without_lora_and_a_merged_copy_with_it(preset):
+    plain = _classifier(preset)
+    assert lora.for_export(plain) is plain
+    model = _trained(preset)
+    inputs = _inputs(model)
+    copy = lora.for_export(model)
+    assert copy is not model and copy.preprocessor is model.preprocessor
+    assert copy.lora_config is None and model.lora_config is not None  # the model keeps them
+    assert not any("lora" in v.path for v in copy.weights)
+    assert len(copy.trainable_weights) == len(plain.trainable_weights)  # all trainable again
+    np.testing.assert_allclose(copy(inputs).numpy(), model(inputs).numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("through", ["model.export", "export_model"])
+def test_export_serves_the_merged_model(preset, tmp_path, through):
     import tensorflow_text  # noqa: F401  (the tokenizer's ops, for loading)
+    from keras_bert.export import export_model
 
     model = _trained(preset)
     expected = model.predict(TEXTS, verbose=0)
-    path = model.export(str(tmp_path / "sentiment" / "1"))
+    path = str(tmp_path / "sentiment" / "1")
+    path = model.export(path) if through == "model.export" else export_model(model, path)
     assert model.lora_config is not None  # the model keeps its factors
     loaded = tf.saved_model.load(path)
     assert not any("lora" in v.name for v in loaded.variables)
