@@ -10,10 +10,6 @@ from keras_bert.export.litert import export_litert
 from keras_bert.export.ops import required_ops
 from keras_bert.export.hub_preprocessor import export_preprocessor
 from keras_bert.export.task_export import export_model
-from keras_bert.models.task import register_exporter
-
-register_exporter("tf_saved_model", export_model)  # model.export's default format
-register_exporter("litert", export_litert)  # the tokenizer inside, LiteRT builtins only
 
 __all__ = [
     "ExportError",

@@ -44,7 +44,7 @@ from keras_bert import checks, storage
 from keras_bert.export import litert_model, litert_text, modules, task_adapters
 from keras_bert.export.hub_encoder import vocabulary_of
 from keras_bert.export.export_dirs import ExportError
-from keras_bert.models import lora, quantization, task_data
+from keras_bert.models import export_formats, lora, quantization, task_data
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
 from keras_bert.text.tokenizer import BertTokenizer
@@ -52,10 +52,9 @@ from keras_bert.text.tokenizer import BertTokenizer
 SIGNATURES = ("serving_default", "serving_ids")
 QUANTIZE = (None, "int8")
 SUFFIX = ".tflite"
-# The task adapters whose outputs LiteRT's ops can compute.
-_TASKS = (task_adapters.ClassifierServing, task_adapters.MultipleChoiceServing)
 
 
+@export_formats.register("litert")
 def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
                   encoder_only=False, seq_length=None, vocabulary=None, do_lower_case=None,
                   optimizations=None, verbose=False, input_signature=None):
@@ -178,12 +177,12 @@ def _task_module(model, pairs, label_names):
             f"This {type(model).__name__} has no preprocessor (preprocessor=None), so its "
             "LiteRT export cannot take text: attach one, or export the encoder alone.")
     task = task_adapters.for_model(model, pairs=pairs, label_names=label_names)
-    if not isinstance(task, _TASKS):
+    if not task.litert:
         raise ExportError(
-            f"The LiteRT export takes a BertClassifier, BertMultipleChoice or BertEncoder, "
-            f"got {type(model).__name__}: its text outputs need string ops that LiteRT has "
-            f"no kernels for. Export its SavedModel (model.export(dir)), or its encoder "
-            f"(model.export(path, format='litert', encoder_only=True)).")
+            f"The LiteRT export takes a {task_adapters.describe_tasks(litert=True)} or "
+            f"BertEncoder, got {type(model).__name__}: its text outputs need string ops that "
+            f"LiteRT has no kernels for. Export its SavedModel (model.export(dir)), or its "
+            f"encoder (model.export(path, format='litert', encoder_only=True)).")
     if quantization.quantized_layers(model):
         raise ExportError(
             "This model is quantized by Keras (model.quantize); its LiteRT export would hold "
@@ -200,11 +199,7 @@ def _task_module(model, pairs, label_names):
         return model(inputs, training=False)
 
     def from_text(texts):
-        if isinstance(task, task_adapters.MultipleChoiceServing):
-            inputs = _pack_choices(tokenizer, preprocessor, texts)
-        else:
-            inputs = _pack(tokenizer, preprocessor.packer,
-                           [texts[name] for name in task.text_specs()])
+        inputs = task.pack_tokens(lambda text: _tokenize(tokenizer, text), texts)
         return modules.float32(task.outputs(inputs, run(inputs)))
 
     def from_ids(inputs):
@@ -213,21 +208,9 @@ def _task_module(model, pairs, label_names):
     return root, _signatures(root, from_text, task.text_specs(), from_ids, task.ids_specs())
 
 
-def _pack(tokenizer, packer, texts):
-    """Segments of strings [batch] -> packed int32 inputs [batch, packer.seq_length]."""
-    segments = [tokenizer.tokenize(t).with_row_splits_dtype(tf.int32) for t in texts]
-    return packer(segments)
-
-
-def _pack_choices(tokenizer, preprocessor, texts):
-    """``context`` [batch], ``choices`` [batch, C] -> inputs [batch, C, seq_length], as
-    `BertMultipleChoicePreprocessor` packs them (each choice after its context)."""
-    choices = texts["choices"]
-    num_choices = choices.shape[1]
-    contexts = tf.repeat(texts["context"], num_choices)
-    packed = _pack(tokenizer, preprocessor.packer, [contexts, tf.reshape(choices, [-1])])
-    return {k: tf.reshape(v, [-1, num_choices, preprocessor.seq_length])
-            for k, v in packed.items()}
+def _tokenize(tokenizer, text):
+    """Strings [batch] -> ragged int32 ids [batch, (tokens)] (LiteRT's tokenizer)."""
+    return tokenizer.tokenize(text).with_row_splits_dtype(tf.int32)
 
 
 def _encoder_module(model, pairs, seq_length, vocabulary, do_lower_case):
@@ -260,7 +243,7 @@ def _encoder_module(model, pairs, seq_length, vocabulary, do_lower_case):
                         "sequence_output": outputs["sequence_output"]}
 
     def from_text(texts):
-        inputs, outputs = run(_pack(fast, packer, [texts[name] for name in names]))
+        inputs, outputs = run(packer([_tokenize(fast, texts[name]) for name in names]))
         return modules.float32({**outputs, "input_mask": inputs["input_mask"]})
 
     def from_ids(inputs):

@@ -1,6 +1,7 @@
 """What each task model's serving export takes and returns (the spec is at the top of
 `keras_bert.export.task_export`): one class per task family, each turning the signature's text
-inputs into the model's packed inputs and the model's outputs into scores and labels.
+inputs into the model's packed inputs and the model's outputs into scores and labels;
+`SERVING_ADAPTERS` maps each task model class to its adapter.
 
 Everything here runs inside the exported graph: core TensorFlow ops plus the tokenizer's
 (tensorflow-text's ``NormalizeUTF8`` and ``FastWordpieceTokenizeWithOffsets``).
@@ -12,6 +13,12 @@ from keras_bert.export import modules
 from keras_bert.export.export_dirs import ExportError
 from keras_bert import checks
 from keras_bert import vocab as vocab_lib
+from keras_bert.models.classifier import BertClassifier
+from keras_bert.models.masked_lm import BertMaskedLM
+from keras_bert.models.multiple_choice import BertMultipleChoice
+from keras_bert.models.pretrainer import BertPretrainer
+from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.token_classifier import BertTokenClassifier
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
@@ -48,6 +55,9 @@ class TaskServing:
 
     takes_pairs = False  # whether `pairs=True` (text_a, text_b) makes sense for the task
     preprocessor_cls = BertPreprocessor  # the preprocessor the text signature works with
+    # Whether the LiteRT export (keras_bert.export.litert) takes the task: its outputs need
+    # no string ops, and `pack_tokens` packs its text.
+    litert = False
 
     def __init__(self, model, pairs=False, label_names=None, top_k=5, max_answer_length=30):
         self.model = model
@@ -110,6 +120,14 @@ class TaskServing:
                                     missing)
         return out
 
+    # ---- LiteRT
+    def pack_tokens(self, tokenize, texts):
+        """The signature's text inputs -> the model's inputs, packed as `pack` packs them but
+        tokenized by ``tokenize`` (strings [batch] -> ragged int32 ids [batch, (tokens)]):
+        what the LiteRT export runs, whose tokenizer is LiteRT's (see `litert`)."""
+        return self.model.preprocessor.packer(
+            [tokenize(texts[name]) for name in self.text_specs()])
+
 
 def _classes(logits, softmaxed=False):
     """Logits [..., C] -> (probabilities, label ids [...] int32)."""
@@ -138,6 +156,7 @@ class ClassifierServing(TaskServing):
     """
 
     takes_pairs = True
+    litert = True
 
     def check_label_names(self, names):
         if self.model.regression:
@@ -178,6 +197,7 @@ class MultipleChoiceServing(TaskServing):
     """
 
     preprocessor_cls = BertMultipleChoicePreprocessor
+    litert = True
 
     def text_specs(self):
         return {**_strings("context"),
@@ -192,6 +212,16 @@ class MultipleChoiceServing(TaskServing):
     def outputs(self, inputs, outputs):
         probabilities, label_ids = _classes(outputs)
         return {"logits": outputs, "probabilities": probabilities, "label_ids": label_ids}
+
+    def pack_tokens(self, tokenize, texts):
+        # [batch, num_choices, seq_length]: each choice after its context, as
+        # BertMultipleChoicePreprocessor packs them.
+        num_choices = self.model.num_choices
+        contexts = tf.repeat(texts["context"], num_choices)
+        choices = tf.reshape(texts["choices"], [-1])
+        packed = self.model.preprocessor.packer([tokenize(contexts), tokenize(choices)])
+        shape = [-1, num_choices, self.model.preprocessor.seq_length]
+        return {name: tf.reshape(value, shape) for name, value in packed.items()}
 
 
 class TokenClassifierServing(TaskServing):
@@ -391,24 +421,38 @@ def _tokenize_with_masks(tokenizer, text):
     return tf.RaggedTensor.from_row_lengths(flat, per_text)
 
 
-# Each task model names its adapter (`Task.serving_adapter`); export never imports a model
-# class, as Model Garden's `SERVING_MODULES` keeps serving apart from the models.
+# The serving adapter of each task model class (a subclass gets its nearest base's), as
+# Model Garden's `SERVING_MODULES` maps its tasks to their serving modules: the export code
+# knows the model classes, the models never import it.
 SERVING_ADAPTERS = {
-    "classifier": ClassifierServing,
-    "multiple_choice": MultipleChoiceServing,
-    "token_classifier": TokenClassifierServing,
-    "span_labeler": SpanLabelerServing,
-    "masked_lm": MaskedLMServing,
+    BertClassifier: ClassifierServing,
+    BertMultipleChoice: MultipleChoiceServing,
+    BertTokenClassifier: TokenClassifierServing,
+    BertSpanLabeler: SpanLabelerServing,
+    BertMaskedLM: MaskedLMServing,
+    BertPretrainer: MaskedLMServing,
 }
 
 
+def adapter_class(model):
+    """The `TaskServing` class of ``model`` by its class (or its nearest base class in
+    `SERVING_ADAPTERS`); None when it has none."""
+    for cls in type(model).__mro__:
+        if cls in SERVING_ADAPTERS:
+            return SERVING_ADAPTERS[cls]
+    return None
+
+
+def describe_tasks(litert=False):
+    """The task model classes with a serving export (``litert``: a LiteRT one), for messages."""
+    return ", ".join(cls.__name__ for cls, adapter in SERVING_ADAPTERS.items()
+                     if adapter.litert or not litert)
+
+
 def for_model(model, **options):
-    """The `TaskServing` of a task model, by the adapter its class names; ExportError for
-    other models."""
-    adapter = SERVING_ADAPTERS.get(getattr(type(model), "serving_adapter", None))
+    """The `TaskServing` of a task model; ExportError for other models."""
+    adapter = adapter_class(model)
     if adapter is None:
-        raise ExportError(
-            "A serving export is made from a keras_bert task model (BertClassifier, "
-            "BertTokenClassifier, BertSpanLabeler, BertMultipleChoice, BertMaskedLM, "
-            f"BertPretrainer), got {type(model).__name__}.")
+        raise ExportError(f"A serving export is made from a keras_bert task model "
+                          f"({describe_tasks()}), got {type(model).__name__}.")
     return adapter(model, **options)

@@ -53,11 +53,12 @@ import tensorflow as tf
 from keras_bert.export import export_dirs, modules, task_adapters
 from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import int8
-from keras_bert.models import lora, task_data
+from keras_bert.models import export_formats, lora, task_data
 
 SIGNATURES = ("serving_default", "serving_ids")
 
 
+@export_formats.register("tf_saved_model")
 def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
                  max_answer_length=30, verbose=False, input_signature=None):
     """Writes the serving SavedModel of the task ``model`` to ``export_dir`` (the version
@@ -101,9 +102,9 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
     >>> sorted(out), out["probabilities"].shape
     (['label_ids', 'labels', 'logits', 'probabilities'], TensorShape([2, 2]))
     """
-    if getattr(type(model), "serving_adapter", None) is None:
-        raise ExportError(f"export_model takes a keras_bert task model, got "
-                          f"{type(model).__name__}.")
+    if task_adapters.adapter_class(model) is None:
+        raise ExportError(f"export_model takes a keras_bert task model "
+                          f"({task_adapters.describe_tasks()}), got {type(model).__name__}.")
     if input_signature is not None:
         raise ExportError(
             "input_signature: the serving export's signatures are fixed (serving_default "

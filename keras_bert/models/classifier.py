@@ -43,7 +43,6 @@ class BertClassifier(Task):
     preprocessor of a preset (see `BertEncoder.from_preset`) with a fresh head.
     """
 
-    serving_adapter = "classifier"  # its serving signatures: keras_bert.export.task_adapters
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, activation=None,

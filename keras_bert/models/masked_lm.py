@@ -67,7 +67,6 @@ class BertMaskedLM(Task):
     (1, 1, 30)
     """
 
-    serving_adapter = "masked_lm"  # its serving signatures: keras_bert.export.task_adapters
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertMaskedLMPreprocessor

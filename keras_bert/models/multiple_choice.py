@@ -36,7 +36,6 @@ class BertMultipleChoice(Task):
     (2, 3)
     """
 
-    serving_adapter = "multiple_choice"  # its serving signatures: keras_bert.export.task_adapters
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertMultipleChoicePreprocessor

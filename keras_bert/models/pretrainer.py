@@ -36,7 +36,6 @@ class BertPretrainer(Task):
     {'mlm_logits': (1, 2, 30), 'nsp_logits': (1, 2)}
     """
 
-    serving_adapter = "masked_lm"  # its serving signatures: keras_bert.export.task_adapters
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertPretrainerPreprocessor

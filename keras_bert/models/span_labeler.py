@@ -40,8 +40,6 @@ class BertSpanLabeler(Task):
     {'start_logits': (1, 7), 'end_logits': (1, 7)}
     """
 
-    serving_adapter = "span_labeler"  # its serving signatures: keras_bert.export.task_adapters
-
     # A (question, context) pair keeps its question and cuts the context.
     preprocessor_defaults = {"truncator": "waterfall"}
 

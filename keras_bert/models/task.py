@@ -6,7 +6,7 @@ import keras
 
 from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.optimizers import optimization
-from keras_bert.models import lora, quantization, task_presets
+from keras_bert.models import export_formats, lora, quantization, task_presets
 from keras_bert.models.pipeline_model import PipelineModel
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.presets.preset_loader import task_from_preset
@@ -19,18 +19,6 @@ DEFAULT_LEARNING_RATE = 5e-5
 # for RoBERTa-base on GLUE).
 DEFAULT_LORA_LEARNING_RATE = 5e-4
 DEFAULT_WARMUP_RATIO = 0.1
-
-# The writers of the export formats keras_bert adds to Keras' own ({format: writer(model,
-# filepath, verbose, input_signature, **options)}). `keras_bert.export` registers its
-# serving SavedModel here when it is imported (and `import keras_bert` imports it), so that
-# `Task.export` reaches it while the models never import the export code.
-EXPORTERS = {}
-
-
-def register_exporter(format, writer):
-    """Makes ``model.export(path, format=format, ...)`` of every task model call ``writer``."""
-    EXPORTERS[format] = writer
-
 
 class Task(PipelineModel):
     """The base of keras_bert's task models: an encoder, a head and optionally a preprocessor.
@@ -81,9 +69,6 @@ class Task(PipelineModel):
     tokenizer_cls = BertTokenizer
     preprocessor_cls = BertPreprocessor
     preprocessor_defaults = {}
-    # The name of the task's serving adapter (keras_bert.export.task_adapters): what its
-    # serving SavedModel takes and returns. None: no serving export.
-    serving_adapter = None
 
     def __init__(self, *args, encoder=None, preprocessor=None, compile=True, **kwargs):
         # keras.Model's functional constructor drops keyword arguments it does not know.
@@ -254,7 +239,7 @@ class Task(PipelineModel):
         (`keras_bert.models.lora.for_export`): the same outputs, plain projections; the
         model itself keeps its factors.
         """
-        writer = EXPORTERS.get(format)
+        writer = export_formats.writer(format)
         if writer is not None:  # (each writer exports lora.for_export(model))
             return writer(self, filepath, verbose=bool(verbose),
                           input_signature=input_signature, **kwargs)

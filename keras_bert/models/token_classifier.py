@@ -45,8 +45,6 @@ class BertTokenClassifier(Task):
     [3]
     """
 
-    serving_adapter = "token_classifier"  # its serving signatures: keras_bert.export.task_adapters
-
     preprocessor_cls = BertTokenClassifierPreprocessor
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, **kwargs):
