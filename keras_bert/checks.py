@@ -1,13 +1,14 @@
 """The argument and tensor checks of every keras_bert layer, model, option class and tool.
 
-Keyword arguments: `check_kwargs` / `check_layer_kwargs` turn a misspelled ``dropuot=0.2``
-or ``nme="x"`` into one TypeError that names it, suggests the close name and lists the
-accepted ones (Keras layers would raise a bare ValueError, functional models drop them).
+Keyword arguments: `check_kwargs` (and `check_layer_kwargs`, for a Keras layer's constructor
+or a method that ends in one, with Keras' layer arguments accepted too) turns a misspelled
+``dropuot=0.2`` or ``nme="x"`` into one TypeError that names it, suggests the close name and
+lists the accepted ones (Keras layers would raise a bare ValueError, functional models drop
+them); `keyword_parameters` lists what a function takes.
 
 Arguments: `integer`, `number` and `boolean` check a constructor or call argument and raise
 ValueError naming it and the value it got (a bool is not a number, `12.7` is not an integer,
-`"128"` is neither); `unknown_kwargs` turns keyword arguments a layer does not know into a
-TypeError that names them and lists the accepted ones.
+`"128"` is neither).
 
 Tensors: what the static shapes and dtypes tell is checked in Python at once, eagerly and
 while tracing (`tf.function`, `dataset.map`): ValueError for shapes and ranks, TypeError for
@@ -26,7 +27,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-# The keyword arguments every Keras layer accepts (keras.layers.Layer.__init__).
+# The keyword arguments every Keras layer accepts: those of keras.layers.Layer.__init__, and
+# input_shape / input_dim, which it takes (with a warning) from its **kwargs.
 KERAS_LAYER_KWARGS = (
     "name", "dtype", "trainable", "autocast", "activity_regularizer", "input_shape", "input_dim"
 )
@@ -81,18 +83,25 @@ def check_kwargs(owner, kwargs, accepted):
     )
 
 
-def check_layer_kwargs(layer, kwargs):
-    """`check_kwargs` for a keras_bert layer's constructor, called with the ``**kwargs`` it
-    passes on to ``keras.layers.Layer``: its own arguments and Keras' are accepted."""
-    cls = type(layer)
-    check_kwargs(
-        f"{cls.__name__}()",
-        kwargs,
-        {
-            f"{cls.__name__} arguments": keyword_parameters(cls.__init__),
-            "Keras layer arguments": keyword_parameters(keras.layers.Layer.__init__),
-        },
-    )
+def check_layer_kwargs(owner, kwargs, accepted=None):
+    """`check_kwargs` for a Keras layer's constructor, called with the ``**kwargs`` it passes
+    on to ``keras.layers.Layer``, or for a method that ends in one (``from_preset``): its own
+    arguments and Keras' layer arguments (`KERAS_LAYER_KWARGS`) are accepted.
+
+    Args:
+        owner: the layer (its class's constructor arguments are accepted), or what was
+            called, for the message (``"BertTokenizer.from_preset"``), with ``accepted``.
+        kwargs: the keyword arguments given.
+        accepted: ``owner``'s own argument names (default: those of the layer's class).
+    """
+    if not isinstance(owner, str):
+        accepted = keyword_parameters(type(owner).__init__) if accepted is None else accepted
+        owner = type(owner).__name__
+    accepted = tuple(dict.fromkeys(accepted))
+    check_kwargs(f"{owner}()", kwargs, {
+        f"{owner} arguments": accepted,
+        "Keras layer arguments": tuple(k for k in KERAS_LAYER_KWARGS if k not in accepted),
+    })
 
 
 def integer(name, value, minimum=None, maximum=None):
@@ -159,21 +168,6 @@ def rate(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
         raise ValueError(f"{name} must be a number in [0, 1), got {value!r}.")
     return float(value)
-
-
-def parameter_names(function):
-    """The named parameters of `function`, without self/cls, *args and **kwargs."""
-    return [name for name in keyword_parameters(function) if name != "cls"]
-
-
-def unknown_kwargs(where, kwargs, accepted):
-    """The house `TypeError` (`keras_bert.checks.check_kwargs`) for keys of `kwargs`
-    that are neither in `accepted` nor Keras layer arguments (name, dtype, trainable, ...)."""
-    accepted = list(dict.fromkeys(accepted))
-    check_kwargs(f"{where}()", kwargs, {
-        f"{where} arguments": accepted,
-        "Keras layer arguments": [k for k in KERAS_LAYER_KWARGS if k not in accepted],
-    })
 
 
 # ---- tensors ------------------------------------------------------------------------------

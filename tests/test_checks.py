@@ -1,5 +1,6 @@
 """checks.py: the argument and tensor checks the text layers and BertEncoder share."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -32,16 +33,29 @@ def test_number_and_boolean():
         checks.boolean("b", "False")
 
 
-def test_unknown_kwargs():
+def test_check_layer_kwargs_for_a_method_that_ends_in_a_layer():
     def function(self, alpha, beta=1, *args, gamma=2, **kwargs):
         pass
 
-    assert checks.parameter_names(function) == ["alpha", "beta", "gamma"]
-    checks.unknown_kwargs("F", {"beta": 1, "name": "x", "dtype": "int32"}, ["alpha", "beta"])
+    assert checks.keyword_parameters(function) == ("alpha", "beta", "gamma")
+    assert checks.keyword_parameters(function, skip=("beta",)) == ("alpha", "gamma")
+    checks.check_layer_kwargs("F", {"beta": 1, "name": "x", "dtype": "int32"}, ["alpha", "beta"])
     with pytest.raises(TypeError, match=r"F\(\) got unknown keyword arguments 'zeta', 'delta'\. "
                                         r"It accepts F arguments: alpha; Keras layer arguments: "
-                                        r"name, dtype, trainable"):
-        checks.unknown_kwargs("F", {"zeta": 1, "delta": 2}, ["alpha"])
+                                        r"name, dtype, trainable, autocast, "
+                                        r"activity_regularizer, input_shape, input_dim\.$"):
+        checks.check_layer_kwargs("F", {"zeta": 1, "delta": 2}, ["alpha"])
+    # A name of both groups is listed once, with the owner's.
+    with pytest.raises(TypeError, match=r"It accepts F arguments: alpha, name; Keras layer "
+                                        r"arguments: dtype, trainable"):
+        checks.check_layer_kwargs("F", {"zeta": 1}, ["alpha", "name", "alpha"])
+
+
+def test_keras_layer_kwargs_are_what_a_keras_layer_takes():
+    own = set(checks.keyword_parameters(keras.layers.Layer.__init__))
+    assert set(checks.KERAS_LAYER_KWARGS) == own | {"input_shape", "input_dim"}
+    with pytest.warns(UserWarning, match="input_shape"):  # (taken from **kwargs)
+        keras.layers.Layer(input_shape=(3,))
 
 
 def test_tensor_conversions():

@@ -5,7 +5,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.checks import check_kwargs, keyword_parameters
+from keras_bert.checks import check_layer_kwargs, keyword_parameters
 from keras_bert.layers import int8
 
 # False: int8 layers run Keras' own int8 path everywhere (the tests compare both paths).
@@ -75,11 +75,8 @@ class Dense(keras.layers.Dense):
     """
 
     def __init__(self, units, **kwargs):
-        check_kwargs("Dense()", kwargs, {
-            "Dense arguments": keyword_parameters(keras.layers.Dense.__init__, skip=("units",)),
-            "Keras layer arguments": keyword_parameters(keras.layers.Layer.__init__)
-            + ("input_shape", "input_dim"),
-        })
+        check_layer_kwargs("Dense", kwargs,
+                           keyword_parameters(keras.layers.Dense.__init__, skip=("units",)))
         super().__init__(units, **kwargs)
 
     def call(self, inputs, training=None):

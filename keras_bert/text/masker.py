@@ -87,8 +87,8 @@ class MaskedLMMasker(keras.layers.Layer):
         seed=None,
         **kwargs,
     ):
-        checks.unknown_kwargs(
-            "MaskedLMMasker", kwargs, checks.parameter_names(MaskedLMMasker.__init__)
+        checks.check_layer_kwargs(
+            "MaskedLMMasker", kwargs, checks.keyword_parameters(MaskedLMMasker.__init__)
         )
         super().__init__(**kwargs)
         self._convert_input_args = False
@@ -288,9 +288,8 @@ class MaskedLMMasker(keras.layers.Layer):
         """The masker of a preset: its vocabulary. `kwargs`: the other constructor arguments
         (`mask_rate`, `max_predictions_per_seq`, `whole_word_masking`, `seed`, ...); others
         raise TypeError."""
-        accepted = [a for a in checks.parameter_names(cls.__init__)
-                    if a != "vocabulary"]
-        checks.unknown_kwargs("MaskedLMMasker.from_preset", kwargs, accepted)
+        accepted = checks.keyword_parameters(cls.__init__, skip=("vocabulary",))
+        checks.check_layer_kwargs("MaskedLMMasker.from_preset", kwargs, accepted)
         return cls(text_preset(preset).load_vocabulary(), **kwargs)
 
 

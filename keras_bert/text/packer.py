@@ -123,8 +123,8 @@ class BertPackInputs(keras.layers.Layer):
         truncator="round_robin",
         **kwargs,
     ):
-        checks.unknown_kwargs(
-            "BertPackInputs", kwargs, checks.parameter_names(BertPackInputs.__init__)
+        checks.check_layer_kwargs(
+            "BertPackInputs", kwargs, checks.keyword_parameters(BertPackInputs.__init__)
         )
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
@@ -253,9 +253,8 @@ class BertPackInputs(keras.layers.Layer):
         the three ids come from the preset and cannot be passed (TypeError, as for unknown
         arguments).
         """
-        accepted = [a for a in checks.parameter_names(cls.__init__)
-                    if a not in _SPECIAL_ID_ARGS]
-        checks.unknown_kwargs("BertPackInputs.from_preset", kwargs, accepted)
+        accepted = checks.keyword_parameters(cls.__init__, skip=_SPECIAL_ID_ARGS)
+        checks.check_layer_kwargs("BertPackInputs.from_preset", kwargs, accepted)
         ids = vocab_lib.special_token_ids(text_preset(preset).load_vocabulary())
         return cls(start_of_sequence_id=ids[vocab_lib.CLS], end_of_segment_id=ids[vocab_lib.SEP],
                    padding_id=ids[vocab_lib.PAD], **kwargs)

@@ -87,8 +87,8 @@ class BertPreprocessor(keras.layers.Layer):
     def __init__(
         self, tokenizer, seq_length=128, truncator="round_robin", do_lower_case=True, **kwargs
     ):
-        checks.unknown_kwargs(
-            "BertPreprocessor", kwargs, checks.parameter_names(BertPreprocessor.__init__)
+        checks.check_layer_kwargs(
+            "BertPreprocessor", kwargs, checks.keyword_parameters(BertPreprocessor.__init__)
         )
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
@@ -177,8 +177,8 @@ class BertPreprocessor(keras.layers.Layer):
 
         `kwargs`: Keras layer arguments (`name`, ...); others raise TypeError.
         """
-        checks.unknown_kwargs(
-            "BertPreprocessor.from_preset", kwargs, checks.parameter_names(cls.from_preset)
+        checks.check_layer_kwargs(
+            "BertPreprocessor.from_preset", kwargs, checks.keyword_parameters(cls.from_preset)
         )
         tokenizer = BertTokenizer.from_preset(preset, do_lower_case=do_lower_case)
         return cls(tokenizer, seq_length=seq_length, truncator=truncator, **kwargs)

@@ -66,8 +66,8 @@ class BertTokenizer(keras.layers.Layer):
     """
 
     def __init__(self, vocabulary=None, do_lower_case=True, max_chars_per_word=200, **kwargs):
-        checks.unknown_kwargs(
-            "BertTokenizer", kwargs, checks.parameter_names(BertTokenizer.__init__)
+        checks.check_layer_kwargs(
+            "BertTokenizer", kwargs, checks.keyword_parameters(BertTokenizer.__init__)
         )
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
@@ -249,10 +249,9 @@ class BertTokenizer(keras.layers.Layer):
         the ids then no longer match what the model was trained on. `kwargs`: the other
         constructor arguments (`max_chars_per_word`, `name`, ...); others raise TypeError.
         """
-        accepted = checks.parameter_names(BertTokenizer.from_preset)
-        accepted += checks.parameter_names(BertTokenizer.__init__)
-        checks.unknown_kwargs("BertTokenizer.from_preset", kwargs,
-                              [a for a in accepted if a not in ("kwargs", "vocabulary")])
+        accepted = checks.keyword_parameters(BertTokenizer.from_preset)
+        accepted += checks.keyword_parameters(BertTokenizer.__init__, skip=("vocabulary",))
+        checks.check_layer_kwargs("BertTokenizer.from_preset", kwargs, accepted)
         loaded = text_preset(preset)
         preset_lower = bool(loaded.do_lower_case)
         if do_lower_case is None:
