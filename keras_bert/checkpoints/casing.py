@@ -41,11 +41,6 @@ def _enough(capitalised, lettered):
     return len(capitalised) >= max(MIN_CAPITALISED, CASED_SHARE * lettered)
 
 
-def is_cased(tokens):
-    """Whether a vocabulary (list of tokens) is cased: see `CASED_SHARE`."""
-    return _enough(*capitalised_pieces(tokens))
-
-
 def recorded(path, key, value):
     """A metadata source ``(what, value)`` for ``key`` of the file ``path``; None when the
     file does not say (key absent or null); `CheckpointError` when it is not a boolean."""

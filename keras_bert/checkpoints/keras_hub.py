@@ -202,23 +202,6 @@ def _stored_blocks_beyond(weights_path, num_layers):
     return beyond
 
 
-def assign_to_backbone(backbone, weights):
-    """Assigns canonical weights into a built ``keras_hub.models.BertBackbone`` (the inverse of
-    `backbone_to_canonical`); shapes are reshaped to keras-hub's multi-head layouts."""
-    for var in backbone.weights:
-        name = canonical_name(var.path)
-        if name is None:
-            continue
-        if name not in weights:
-            raise CheckpointError(f"No weight {name} for keras-hub variable {var.path}.")
-        value = np.asarray(weights[name], dtype=np.float32)
-        if value.size != int(np.prod(var.shape)):
-            raise CheckpointError(
-                f"Variable {name} has shape {value.shape}; keras-hub's {var.path} needs "
-                f"{tuple(var.shape)}."
-            )
-        var.assign(value.reshape(var.shape))
-
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 detect = is_keras_hub_preset
 

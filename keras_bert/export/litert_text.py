@@ -217,21 +217,6 @@ def darts_trie(keys, values):
     return units[:last].astype(np.uint32)
 
 
-def darts_lookup(units, key):
-    """The value of ``key`` in a `darts_trie`, or None: DartsCloneTrieWrapper's look-up."""
-    index, unit = 0, int(units[0])
-    for byte in key:
-        index ^= ((unit >> 10) << ((unit & 0x200) >> 6)) ^ byte
-        if index >= len(units):
-            return None
-        unit = int(units[index])
-        if unit & 0x800000FF != byte:
-            return None
-    if not unit & _HAS_LEAF:
-        return None
-    return int(units[index ^ ((unit >> 10) << ((unit & 0x200) >> 6))]) & 0x7FFFFFFF
-
-
 def _flatbuffer(do_lower_case, trie, data_for_zero, pool):
     """A ``FastBertNormalizerModel`` (tensorflow-text's fast_bert_normalizer_model.fbs):
     lower_case_nfd_strip_accents (bool), trie_array ([uint32]), data_for_codepoint_zero

@@ -56,26 +56,35 @@ def _hf_dir(directory, tokens, tokenizer_config=None):
 
 
 # ------------------------------------------------------------ the vocabulary rule
-def test_real_uncased_vocabulary_is_uncased(uncased_vocab):
+def _is_cased(tokens, directory):
+    """Whether the vocabulary alone makes a checkpoint cased: `casing.resolve` with no other
+    source (do_lower_case False for a cased vocabulary, else True)."""
+    path = directory / "vocab.txt"
+    path.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    return not casing.resolve([], str(path))
+
+
+def test_real_uncased_vocabulary_is_uncased(uncased_vocab, tmp_path):
     assert len(uncased_vocab) == 30522
     assert casing.capitalised_pieces(uncased_vocab) == ([], 26930)
-    assert not casing.is_cased(uncased_vocab)
+    assert not _is_cased(uncased_vocab, tmp_path)
 
 
-def test_derived_cased_vocabulary_is_cased(cased_vocab):
+def test_derived_cased_vocabulary_is_cased(cased_vocab, tmp_path):
     capitalised, lettered = casing.capitalised_pieces(cased_vocab)
     assert len(capitalised) / lettered > 0.2
-    assert casing.is_cased(cased_vocab)
+    assert _is_cased(cased_vocab, tmp_path)
 
 
 @pytest.mark.parametrize("strays", [1, 30, 1000])
-def test_stray_capitalised_tokens_do_not_make_a_vocabulary_cased(uncased_vocab, strays):
-    assert not casing.is_cased(uncased_vocab + [f"Stray{i}" for i in range(strays)])
+def test_stray_capitalised_tokens_do_not_make_a_vocabulary_cased(uncased_vocab, strays,
+                                                                 tmp_path):
+    assert not _is_cased(uncased_vocab + [f"Stray{i}" for i in range(strays)], tmp_path)
 
 
-def test_a_small_cased_vocabulary_is_cased_and_one_capital_is_not():
-    assert casing.is_cased(CASED)
-    assert not casing.is_cased(UNCASED + ["Paris"])
+def test_a_small_cased_vocabulary_is_cased_and_one_capital_is_not(tmp_path):
+    assert _is_cased(CASED, tmp_path)
+    assert not _is_cased(UNCASED + ["Paris"], tmp_path)
 
 
 # ------------------------------------------------------------ never from the folder name

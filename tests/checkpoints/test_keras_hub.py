@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.checkpoints import CheckpointError, keras_hub as kh
+from keras_bert.checkpoints import CheckpointError
 from tests.dependencies import require
+from tests.presets.hub_servers import assign_to_backbone
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(25)]
 
@@ -24,7 +25,7 @@ def keras_hub_preset(tmp_path_factory):
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=len(VOCAB), num_layers=2, num_heads=4, hidden_dim=16,
         intermediate_dim=32, max_sequence_length=20)
-    kh.assign_to_backbone(backbone, weights)
+    assign_to_backbone(backbone, weights)
     backbone.save_to_preset(str(directory))
     keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True).save_to_preset(str(directory))
     return directory, backbone, weights

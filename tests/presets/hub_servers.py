@@ -202,19 +202,32 @@ def write_hf_checkpoint(directory, torch_format=False, vocab_txt=True):
     return directory
 
 
+def assign_to_backbone(backbone, weights):
+    """Assigns canonical weights (``{Google's name: array}``) into a built
+    ``keras_hub.models.BertBackbone``, the inverse of
+    `keras_bert.checkpoints.keras_hub.backbone_to_canonical`, reshaped to keras-hub's
+    multi-head layouts: how a test makes a keras-hub checkpoint of known weights."""
+    from keras_bert.checkpoints import keras_hub as kh
+
+    for variable in backbone.weights:
+        name = kh.canonical_name(variable.path)
+        if name is None:
+            continue
+        value = np.asarray(weights[name], dtype=np.float32)
+        variable.assign(value.reshape(variable.shape))
+
+
 def write_keras_hub_preset(directory):
     """A keras-hub preset written by keras-hub itself (``BertBackbone.save_to_preset``,
     ``BertTokenizer.save_to_preset``). Returns the directory."""
     import keras_hub
-
-    from keras_bert.checkpoints import keras_hub as kh
 
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=SIZES["vocab_size"], num_layers=SIZES["num_hidden_layers"],
         num_heads=SIZES["num_attention_heads"], hidden_dim=SIZES["hidden_size"],
         intermediate_dim=SIZES["intermediate_size"],
         max_sequence_length=SIZES["max_position_embeddings"])
-    kh.assign_to_backbone(backbone, canonical_weights())
+    assign_to_backbone(backbone, canonical_weights())
     backbone.save_to_preset(str(directory))
     keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True).save_to_preset(
         str(directory))

@@ -25,8 +25,6 @@ import tensorflow as tf
 
 from keras_bert import storage
 
-INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-                "masked_lm_ids", "next_sentence_labels")
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                  "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 
