@@ -120,7 +120,7 @@ def packers(minilm_path, tmp_path_factory):
     preprocessor = BertPreprocessor(tokenizer, seq_length=512)
     fast = litert_text.fast_bert_tokenizer(tokenizer)
     root = modules.Module()
-    root.pack = tf.function(lambda text: litert._pack(fast, preprocessor.packer, [text]),
+    root.pack = tf.function(lambda text: preprocessor.packer([litert._tokenize(fast, text)]),
                             input_signature=[tf.TensorSpec([None], tf.string)])
     data = litert.convert(root, {"serving_default": root.pack})
     return preprocessor, litert_model.load(data)
