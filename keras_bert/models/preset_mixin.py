@@ -27,9 +27,7 @@ trip keeps of it:
   (see `preset_config` and `pop_preset_config`).
 """
 
-import contextlib
 import os
-import tempfile
 
 from keras_bert import storage
 from keras_bert import vocab as vocab_lib
@@ -38,21 +36,6 @@ from keras_bert.presets.preset_loader import encoder_from_preset
 
 # The get_config keys that carry what from_preset records (besides the vocabulary asset).
 PRESET_CONFIG_KEYS = ("do_lower_case", "preset_name")
-
-@contextlib.contextmanager
-def vocabulary_file(tokens, beside=None):
-    """A temporary ``vocab.txt`` holding ``tokens`` (None for None), for writers that take
-    a path; removed afterwards. It is written in a temporary directory in ``beside`` (the
-    directory being written, on its own store: local, gs://, ram://), else in the local
-    temporary directory."""
-    if tokens is None:
-        yield None
-        return
-    parent = beside or tempfile.gettempdir()
-    with storage.staging_dir(parent, prefix=".tmp-keras_bert_vocab_") as tmp:
-        path = os.path.join(tmp, "vocab.txt")
-        vocab_lib.write_vocabulary(list(tokens), path)
-        yield path
 
 
 class PresetMixin:
@@ -149,7 +132,7 @@ class PresetMixin:
         """
         from keras_bert.checkpoints import keras_bert_layout
 
-        with vocabulary_file(self.vocabulary, beside=directory) as vocab_path:
+        with vocab_lib.vocabulary_file(self.vocabulary, beside=directory) as vocab_path:
             keras_bert_layout.write(
                 directory,
                 self._preset_config(),

@@ -11,7 +11,7 @@ rebuilds the same model without being told ``num_classes`` again.
 
 import numpy as np
 
-from keras_bert.models.preset_mixin import vocabulary_file
+from keras_bert import vocab
 from keras_bert.presets.preset_loader import PREPROCESSOR_KEY, TASK_KEY, preprocessor_arguments
 
 def head_weights(model):
@@ -42,7 +42,7 @@ def save_task_to_preset(model, directory):
         tokens, do_lower_case = tokenizer.get_vocabulary(), tokenizer.do_lower_case
     else:
         tokens, do_lower_case = model.encoder.vocabulary, model.encoder.do_lower_case
-    with vocabulary_file(tokens, beside=directory) as vocab_path:
+    with vocab.vocabulary_file(tokens, beside=directory) as vocab_path:
         keras_bert_layout.write(directory, model.encoder.bert_config, weights, vocab_path=vocab_path,
                      do_lower_case=do_lower_case, name=model.name,
                      source=type(model).__name__, extra=extra)
