@@ -166,6 +166,73 @@ def test_a_local_directory_is_renamed_into_place_or_not_at_all(tmp_path):
     assert os.listdir(tmp_path / "export") == ["1"]
 
 
+# ---- a directory that replaces another: the old one or the new one, never a mix -------------
+
+def _files(root):
+    """``{relative path: text}`` of the files under ``root`` (local or ram://)."""
+    return {name: storage.read_text(os.path.join(root, name))
+            for name in storage.walk_files(root)}
+
+
+def _old_preset(root):
+    for name, text in {"meta": "old", "vocab.txt": "old", "weights.index": "old",
+                       "weights.data": "old", "notes.txt": "mine"}.items():
+        storage.write_text(os.path.join(root, name), text)
+    return root
+
+
+REPLACES = dict(first=("meta",), last=("weights.index",),
+                replaces=("meta", "vocab.txt", "weights.*"))
+
+
+def _write_new(new):
+    for name in ("meta", "weights.index", "weights.data", "assets/extra.txt"):
+        storage.write_text(os.path.join(new, name), "new")
+
+
+def test_a_local_directory_is_swapped_with_the_one_it_replaces(tmp_path):
+    target = _old_preset(str(tmp_path / "preset"))
+    with storage.replacing_dir(target, **REPLACES) as new:
+        _write_new(new)
+        assert _files(target)["weights.data"] == "old"  # nothing changes while it is written
+    # The earlier vocab.txt is of the kind replaced: gone; notes.txt is not: kept.
+    assert _files(target) == {"meta": "new", "weights.index": "new", "weights.data": "new",
+                              "assets/extra.txt": "new", "notes.txt": "mine"}
+    assert os.listdir(tmp_path) == ["preset"]  # the old directory went with the temporaries
+    with pytest.raises(RuntimeError, match="writer failed"):
+        with storage.replacing_dir(target, **REPLACES) as new:
+            storage.write_text(os.path.join(new, "meta"), "newer")
+            raise RuntimeError("writer failed")
+    assert _files(target)["meta"] == "new" and os.listdir(tmp_path) == ["preset"]
+    with storage.replacing_dir(str(tmp_path / "fresh"), **REPLACES) as new:
+        _write_new(new)
+    assert sorted(os.listdir(tmp_path)) == ["fresh", "preset"]
+
+
+@pytest.mark.parametrize("where", ["ram", "local without the swap"])
+def test_elsewhere_the_files_are_replaced_one_by_one_in_the_order_given(tmp_path, monkeypatch,
+                                                                       where):
+    from keras_bert import dir_swap
+
+    if where == "ram":
+        target = _old_preset(f"{_ram('replacing')}/preset")
+    else:
+        target = _old_preset(str(tmp_path / "preset"))
+        monkeypatch.setattr(dir_swap, "_renameat2", lambda: None)  # a system without it
+    steps = _moves(monkeypatch)
+    remove = storage.remove
+    monkeypatch.setattr(storage, "remove", lambda path: (steps.append(f"- {path}"),
+                                                         remove(path))[1])
+    with storage.replacing_dir(target, **REPLACES) as new:
+        _write_new(new)
+        steps.clear()  # the writes above moved their own temporaries into new
+    assert [s.replace(target + "/", "") for s in steps] == [
+        "meta", "- vocab.txt", "assets/extra.txt", "weights.data", "weights.index"]
+    assert _files(target) == {"meta": "new", "weights.index": "new", "weights.data": "new",
+                              "assets/extra.txt": "new", "notes.txt": "mine"}
+    assert not [name for name in storage.listdir(target) if name.startswith(".tmp-")]
+
+
 # ---- kill -9 of a writer mid-write (local paths) ------------------------------------------------
 
 KILLED_SAVE = """
