@@ -1,6 +1,7 @@
 """keras_bert's own layout: what save_to_preset writes loads back, vocabulary included."""
 
 import json
+import os
 
 import pytest
 
@@ -61,3 +62,45 @@ def test_bad_config_in_the_metadata_names_the_file(tmp_path, config, message):
     (tmp_path / "keras_bert.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match=rf"{tmp_path / 'keras_bert.json'}: .*{message}"):
         open_directory(tmp_path)
+
+
+def _saved(tmp_path, config=CONFIG, tokens=None):
+    encoder = BertEncoder(config)
+    encoder.vocabulary = tokens
+    return encoder.save_to_preset(str(tmp_path / "saved"))
+
+
+# ------------------------------------------------------------ files of one save
+def test_files_of_another_save_are_refused_and_the_metadata_names_them(tmp_path):
+    path = _saved(tmp_path, tokens=TOKENS)
+    other = _saved(tmp_path / "other", tokens=TOKENS[:5] + TOKENS[5:][::-1])
+    metadata = json.loads(open(os.path.join(path, "keras_bert.json")).read())
+    assert sorted(metadata["files"]) == ["bert_model.ckpt.index", "vocab.txt"]
+    for name in ("vocab.txt", "bert_model.ckpt.index"):
+        with open(os.path.join(other, name), "rb") as f:
+            data = f.read()
+        with open(os.path.join(path, name), "wb") as f:
+            f.write(data)
+    with pytest.raises(CheckpointError, match=(
+            rf"{path} holds files of two different saves: bert_model\.ckpt\.index, vocab\.txt "
+            r"are not what keras_bert\.json was written with\. A save_to_preset over this "
+            r"directory was interrupted \(or is still running\)")):
+        open_directory(path)
+    os.remove(os.path.join(path, "vocab.txt"))
+    with pytest.raises(CheckpointError, match=r"bert_model\.ckpt\.index, vocab\.txt \(missing\)"):
+        open_directory(path)
+    del metadata["files"]  # written without the sums: read as it is
+    with open(os.path.join(path, "keras_bert.json"), "w") as f:
+        json.dump(metadata, f)
+    assert open_directory(path).vocab_path is None
+
+
+def test_weights_read_after_a_save_over_the_directory_are_refused(tmp_path):
+    """A reader that opened the preset, then reads its weights after another save replaced
+    them, gets an error, not the new weights under the config it read first."""
+    path = _saved(tmp_path)
+    opened = open_directory(path)
+    _saved(tmp_path, CONFIG.replace(hidden_act="relu"))
+    with pytest.raises(CheckpointError, match="holds files of two different saves"):
+        opened.weights()
+    assert open_directory(path).weights().keys() == opened.variable_shapes().keys()
