@@ -17,8 +17,10 @@ too::
      "name": "...", "source": "...", "config": {...BertConfig fields...},
      "files": {"bert_model.ckpt.index": "<sha256>", "vocab.txt": "<sha256>"}}
 
-``config`` repeats the `BertConfig` exactly (``hidden_act`` in keras_bert's spelling); it
-wins over ``bert_config.json`` on load. ``files`` binds the metadata to the files it
+``config`` repeats the `BertConfig` exactly (``hidden_act`` in keras_bert's spelling), and
+``bert_config.json`` must say the same in Google's: a ``bert_config.json`` that is not JSON,
+or from which Google's scripts would build another model, is an error naming both files
+and the fields that differ (`read_config`). ``files`` binds the metadata to the files it
 was written with: the checkpoint's index (which holds the checksum of every tensor in the
 data file) and the vocabulary. A directory whose files are not those (`check_files`: a save
 over it replaced some of its files and not yet the others, or was killed in between) is
@@ -105,7 +107,9 @@ def check_files(directory, metadata):
 
 def read_config(directory, metadata=None):
     """The `BertConfig` ``keras_bert.json`` records (Google's ``bert_config.json`` when it
-    records none)."""
+    records none), checked against ``bert_config.json``: one that is not JSON, or from which
+    Google's scripts would build another model, is a `CheckpointError` naming both files and
+    the fields that differ."""
     values = read_metadata(directory) if metadata is None else metadata
     config = values.get("config")
     if config is None:  # not recorded: Google's file says it
@@ -113,7 +117,45 @@ def read_config(directory, metadata=None):
     path = os.path.join(directory, METADATA_FILE)
     if not isinstance(config, dict):
         raise CheckpointError(f'{path}: "config" is a {type(config).__name__}, not an object.')
-    return build_config(path, lambda: BertConfig.from_dict(config))
+    config = build_config(path, lambda: BertConfig.from_dict(config))
+    _check_google_config(directory, config)
+    return config
+
+
+def _check_google_config(directory, config):
+    """`CheckpointError` unless ``bert_config.json`` (when there) describes ``config``,
+    compared as the models they build (``hidden_act``: Google's "gelu" is keras_bert's
+    "gelu_tanh"), not as text."""
+    google_path = os.path.join(directory, google.CONFIG_FILE)
+    if not storage.isfile(google_path):
+        return
+    ours = os.path.join(directory, METADATA_FILE)
+    try:
+        theirs = google.config_from_json(google_path)
+    except CheckpointError as e:
+        raise CheckpointError(
+            f"{google_path} disagrees with {ours}, which records the config: Google's "
+            f"scripts cannot build a model from it ({e}). Save the preset again, or write "
+            f"{google.CONFIG_FILE} from {ours}'s config."
+        ) from None
+    differ = []
+    for field, want in config.to_dict().items():
+        got = getattr(theirs, field)
+        if got == want:
+            continue
+        if field == "hidden_act":
+            spelled = google.config_to_json(theirs)["hidden_act"]
+            differ.append(f"hidden_act {spelled!r} (keras_bert's {got!r}) in "
+                          f"{google.CONFIG_FILE}, {want!r} in {METADATA_FILE}")
+        else:
+            differ.append(f"{field} {got!r} in {google.CONFIG_FILE}, {want!r} in "
+                          f"{METADATA_FILE}")
+    if differ:
+        raise CheckpointError(
+            f"{google_path} disagrees with {ours}: {'; '.join(differ)}. Google's scripts "
+            f"would build another model from {google.CONFIG_FILE} than keras_bert builds from "
+            f"{METADATA_FILE}: save the preset again, or make the two files agree."
+        )
 
 
 def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=None,
