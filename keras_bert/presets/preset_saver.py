@@ -38,6 +38,7 @@ directory, and the format's files (glob patterns) with the order they replace ea
 """
 
 import collections
+import errno
 import os
 
 import numpy as np
@@ -138,6 +139,9 @@ class PresetSaver:
         """Writes ``preset`` (a `Preset`: its config, ``weights()``, the file at
         ``vocab_path``, casing, name, source and metadata) as it is. Returns the
         directory."""
+        if storage.isfile(self.directory):
+            raise NotADirectoryError(errno.ENOTDIR, "A preset is a directory; this is a file",
+                                     self.directory)
         check_vocab(preset.vocab_path, preset.config, source=f"Saving to {self.directory}")
         writer = WRITERS[self.format]
         with storage.replacing_dir(self.directory, first=writer.first, last=writer.last,

@@ -166,6 +166,10 @@ def test_the_saver_writes_the_formats_of_its_table_and_refuses_others(tmp_path):
                                          r"'keras_bert'\."):
         PresetSaver(tmp_path, format="onnx")
     encoder = tiny_encoder()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"A preset is a directory; this is a file: "
+                                                 r".*file'"):
+        PresetSaver(tmp_path / "file").save_encoder(encoder)
     assert PresetSaver(tmp_path / "p").save_encoder(encoder) == str(tmp_path / "p")
     loaded = BertEncoder.from_preset(str(tmp_path / "p"))
     np.testing.assert_array_equal(loaded.get_canonical_weights()["bert/embeddings/word_embeddings"],
