@@ -163,7 +163,7 @@ def _remove(path):
 
 def _from_zip(path, do_lower_case=None):
     stem = os.path.splitext(os.path.basename(path))[0]
-    target = os.path.join(download.cache_root(), "zips", f"{stem}-{download.sha256_of(path)[:16]}")
+    target = os.path.join(download.cache_root(), "zips", f"{stem}-{storage.sha256(path)[:16]}")
     if not keras_bert_layout.is_layout(target):
         download.convert_zip(path, target, _google_converter(stem, path),
                              expected_files=["bert_config.json"])
