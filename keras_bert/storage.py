@@ -17,6 +17,14 @@ Writes are atomic, in the sense each kind of store allows:
   what it wrote. There are no locks on object stores: what a killed process left in a
   ``.tmp-*`` directory stays there (it is never mistaken for the target).
 
+A directory that replaces another (`replacing_dir`: a preset saved over an earlier one) is
+written beside it and, on a local Linux disk, swapped with it in one step
+(`keras_bert.dir_swap`), so a reader finds the old directory or the new one, even when the
+writer is killed. Elsewhere (object stores, file systems that cannot swap) the files are
+replaced one by one, in an order the writer chooses, so that its own files tell a reader
+that the directory is half-replaced (a keras_bert preset's ``keras_bert.json``, written
+first, records the sha256 of the files it goes with).
+
 >>> import tensorflow as tf
 >>> path = write_json("ram://storage_doc/run/metrics.json", {"accuracy": 0.5})
 >>> read_json(path)
@@ -27,6 +35,8 @@ Writes are atomic, in the sense each kind of store allows:
 
 import contextlib
 import errno
+import fnmatch
+import hashlib
 import json
 import os
 import shutil
@@ -34,6 +44,7 @@ import uuid
 
 import tensorflow as tf
 
+from keras_bert import dir_swap
 from keras_bert.tempdirs import LOCK_FILE, PREFIX, locked_tempdir
 
 
@@ -163,6 +174,15 @@ def read_text(path):
 def read_json(path):
     """The JSON value in file ``path``."""
     return json.loads(read_text(path))
+
+
+def sha256(path):
+    """The sha256 of file ``path``, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 # ---- writing ---------------------------------------------------------------------------------
@@ -322,6 +342,75 @@ def atomic_dir(path, last=()):
             if created:
                 rmtree(path)
             raise
+
+
+@contextlib.contextmanager
+def replacing_dir(path, first=(), last=(), replaces=()):
+    """Yields a temporary directory name for a writer that makes a whole directory, and puts
+    what it wrote at ``path`` in place of what is there, once the ``with`` block ends without
+    an error (an error leaves ``path`` as it was).
+
+    Files of ``path`` that the new directory does not have are kept, unless they match one
+    of the glob patterns ``replaces`` (relative paths): the files of the kind the writer
+    writes, such as an earlier save's ``vocab.txt`` when this one has none. ``.tmp-*``
+    entries (writers' temporaries) are never kept.
+
+    * A local directory, on Linux: written beside ``path`` and swapped with it in one step
+      (`keras_bert.dir_swap`), the kept files hard-linked in first; ``path`` absent or
+      empty: renamed into place. A reader finds the old directory or the new one, complete,
+      even when the writer is killed (what it leaves beside ``path`` is swept by the next
+      writer).
+    * An object store, or a local file system that cannot swap: written in a ``.tmp-*``
+      directory inside ``path``, then moved into place file by file: those named in
+      ``first`` (relative paths), then the ``replaces`` files the new directory lacks
+      removed, then the others, those named in ``last`` at the end. A writer killed or
+      failing in the middle leaves a mix of old and new files: what it writes ``first``
+      must let a reader tell (a keras_bert preset's ``keras_bert.json`` records the sha256
+      of the files it goes with).
+    """
+    path = os.fspath(path)
+    if is_remote(path) or os.path.ismount(path):
+        path = path.rstrip("/") or path
+        makedirs(path)
+        with staging_dir(path) as work:
+            new = os.path.join(work, "new")
+            yield new
+            _replace_in_place(new, path, first, last, replaces)
+        return
+    path = os.path.realpath(path)  # a link to a directory: the directory is replaced
+    with staging_dir(_parent(path)) as work:
+        new = os.path.join(work, os.path.basename(path))
+        yield new
+        makedirs(new)
+        if not dir_swap.replace(new, path, keep=lambda f: _kept(f, replaces)):
+            _replace_in_place(new, path, first, last, replaces)
+
+
+def _kept(relative, replaces):
+    """Whether the file ``relative`` of a directory being replaced stays."""
+    if relative.split("/", 1)[0].startswith(PREFIX):
+        return False
+    return not any(fnmatch.fnmatchcase(relative, pattern) for pattern in replaces)
+
+
+def _replace_in_place(new, path, first, last, replaces):
+    """`replacing_dir` file by file: the files of ``new`` moved into ``path`` in the order
+    `replacing_dir` gives."""
+    files = walk_files(new)
+    head = [f for f in first if f in files]
+    tail = [f for f in last if f in files and f not in head]
+    middle = sorted(set(files) - set(head) - set(tail))
+    stale = sorted({match[len(path.rstrip("/")) + 1:]
+                    for pattern in replaces for match in glob(os.path.join(path, pattern))}
+                   - set(files))
+    for name in head:
+        _move_file(os.path.join(new, name), os.path.join(path, name))
+    for name in stale:
+        remove(os.path.join(path, name))
+    for directory in sorted({os.path.dirname(f) for f in middle + tail} - {""}):
+        makedirs(os.path.join(path, directory))
+    for name in middle + tail:
+        _move_file(os.path.join(new, name), os.path.join(path, name))
 
 
 @contextlib.contextmanager

@@ -1,7 +1,10 @@
-"""WordPiece vocabularies: loading `vocab.txt` and checking BERT's special tokens are there."""
+"""WordPiece vocabularies: loading `vocab.txt` and checking BERT's special tokens are there;
+writing one (`write_vocabulary`, and `vocabulary_file` for writers that take a path)."""
 
+import contextlib
 import io
 import os
+import tempfile
 
 PAD = "[PAD]"
 UNK = "[UNK]"
@@ -161,3 +164,29 @@ def write_vocabulary(tokens, path):
             raise ValueError(f"cannot write the vocabulary to {path!r}: the token with id {i} "
                              f"({token!r:.60}) {problem}, which a vocab.txt cannot keep")
     storage.write_bytes(path, "".join(token + "\n" for token in tokens).encode("utf-8"))
+
+
+@contextlib.contextmanager
+def vocabulary_file(tokens, beside=None):
+    """A temporary ``vocab.txt`` holding ``tokens`` (None for None), for writers that take
+    a path (the preset saver, the TF Hub exports); removed afterwards. It is written in a
+    temporary directory in ``beside`` (a directory on the store being written: local,
+    gs://, ram://), else in the local temporary directory.
+
+    >>> with vocabulary_file(["[PAD]", "[UNK]", "hello"]) as path:
+    ...     load_vocabulary(path)
+    ['[PAD]', '[UNK]', 'hello']
+    >>> import os
+    >>> os.path.exists(path)
+    False
+    """
+    from keras_bert import storage  # TensorFlow when used
+
+    if tokens is None:
+        yield None
+        return
+    parent = beside or tempfile.gettempdir()
+    with storage.staging_dir(parent, prefix=".tmp-keras_bert_vocab_") as tmp:
+        path = os.path.join(tmp, "vocab.txt")
+        write_vocabulary(list(tokens), path)
+        yield path

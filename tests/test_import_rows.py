@@ -13,6 +13,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 # DESIGN.md's table: the rows of keras_bert's packages and row-0 modules.
 ROWS = {
     "config": 0, "backend": 0, "checks": 0, "vocab": 0, "storage": 0, "tempdirs": 0, "options": 0,
+    "dir_swap": 0,
     "checkpoints": 1,
     "presets": 2,
     "layers": 3, "text": 3, "optimizers": 3,

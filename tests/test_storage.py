@@ -3,17 +3,13 @@ the same tf.io.gfile code as gs://)."""
 
 import json
 import os
-import pathlib
-import subprocess
-import sys
 
-import numpy as np
 import pytest
 
 from keras_bert import storage
 from keras_bert.storage import write_json
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+
 # ---- reading and atomic writes on local paths and ram:// --------------------------------------
 
 def test_write_json_is_atomic_json(tmp_path):
@@ -166,57 +162,68 @@ def test_a_local_directory_is_renamed_into_place_or_not_at_all(tmp_path):
     assert os.listdir(tmp_path / "export") == ["1"]
 
 
-# ---- kill -9 of a writer mid-write (local paths) ------------------------------------------------
+# ---- a directory that replaces another: the old one or the new one, never a mix -------------
 
-KILLED_SAVE = """
-import sys, time
-sys.path.insert(0, "tests/models")
-from tiny import tiny_encoder
-from keras_bert import storage
-
-move = storage._move_file
-
-def paused(source, target):
-    move(source, target)
-    if target.endswith(".data-00000-of-00001"):  # the checkpoint's data moved, its index not
-        print("paused", flush=True)
-        time.sleep(600)
-
-storage._move_file = paused
-tiny_encoder().save_to_preset(sys.argv[1])
-"""
+def _files(root):
+    """``{relative path: text}`` of the files under ``root`` (local or ram://)."""
+    return {name: storage.read_text(os.path.join(root, name))
+            for name in storage.walk_files(root)}
 
 
-def test_a_preset_save_killed_mid_write_leaves_nothing_that_loads_as_complete(tmp_path):
-    from keras_bert import BertEncoder
-    from keras_bert.checkpoints import CheckpointError, keras_bert_layout
+def _old_preset(root):
+    for name, text in {"meta": "old", "vocab.txt": "old", "weights.index": "old",
+                       "weights.data": "old", "notes.txt": "mine"}.items():
+        storage.write_text(os.path.join(root, name), text)
+    return root
 
-    sys.path.insert(0, str(REPO / "tests" / "models"))
-    from tiny import tiny_encoder
 
-    target = tmp_path / "preset"
-    tiny_encoder().save_to_preset(str(target))  # an earlier, complete save
-    assert keras_bert_layout.is_layout(str(target))
-    writer = subprocess.Popen([sys.executable, "-c", KILLED_SAVE, str(target)], cwd=REPO,
-                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = writer.stdout.readline()
-        assert line == "paused\n", writer.communicate()[1][-3000:]
-    finally:
-        writer.kill()  # SIGKILL mid-write: no cleanup runs
-        writer.wait()
-    # The earlier save's keras_bert.json went first: the directory is not taken for complete.
-    assert not keras_bert_layout.is_layout(str(target))
-    with pytest.raises(CheckpointError, match="No TF checkpoint in .*preset"):
-        BertEncoder.from_preset(str(target))  # the old index went before the new data came
-    assert [p.name for p in target.glob(".tmp-*")]  # the killed writer's temporaries ...
-    fresh = tiny_encoder(seed=1)
-    fresh.save_to_preset(str(target))  # ... are swept by the next writer
-    assert not list(target.glob(".tmp-*"))
-    assert sorted(os.listdir(target)) == [
-        "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
-        "keras_bert.json"]
-    loaded = BertEncoder.from_preset(str(target))
-    np.testing.assert_array_equal(loaded.get_canonical_weights()["bert/pooler/dense/bias"],
-                                  fresh.get_canonical_weights()["bert/pooler/dense/bias"])
+REPLACES = dict(first=("meta",), last=("weights.index",),
+                replaces=("meta", "vocab.txt", "weights.*"))
+
+
+def _write_new(new):
+    for name in ("meta", "weights.index", "weights.data", "assets/extra.txt"):
+        storage.write_text(os.path.join(new, name), "new")
+
+
+def test_a_local_directory_is_swapped_with_the_one_it_replaces(tmp_path):
+    target = _old_preset(str(tmp_path / "preset"))
+    with storage.replacing_dir(target, **REPLACES) as new:
+        _write_new(new)
+        assert _files(target)["weights.data"] == "old"  # nothing changes while it is written
+    # The earlier vocab.txt is of the kind replaced: gone; notes.txt is not: kept.
+    assert _files(target) == {"meta": "new", "weights.index": "new", "weights.data": "new",
+                              "assets/extra.txt": "new", "notes.txt": "mine"}
+    assert os.listdir(tmp_path) == ["preset"]  # the old directory went with the temporaries
+    with pytest.raises(RuntimeError, match="writer failed"):
+        with storage.replacing_dir(target, **REPLACES) as new:
+            storage.write_text(os.path.join(new, "meta"), "newer")
+            raise RuntimeError("writer failed")
+    assert _files(target)["meta"] == "new" and os.listdir(tmp_path) == ["preset"]
+    with storage.replacing_dir(str(tmp_path / "fresh"), **REPLACES) as new:
+        _write_new(new)
+    assert sorted(os.listdir(tmp_path)) == ["fresh", "preset"]
+
+
+@pytest.mark.parametrize("where", ["ram", "local without the swap"])
+def test_elsewhere_the_files_are_replaced_one_by_one_in_the_order_given(tmp_path, monkeypatch,
+                                                                       where):
+    from keras_bert import dir_swap
+
+    if where == "ram":
+        target = _old_preset(f"{_ram('replacing')}/preset")
+    else:
+        target = _old_preset(str(tmp_path / "preset"))
+        monkeypatch.setattr(dir_swap, "_renameat2", lambda: None)  # a system without it
+    steps = _moves(monkeypatch)
+    remove = storage.remove
+    monkeypatch.setattr(storage, "remove", lambda path: (steps.append(f"- {path}"),
+                                                         remove(path))[1])
+    with storage.replacing_dir(target, **REPLACES) as new:
+        _write_new(new)
+        steps.clear()  # the writes above moved their own temporaries into new
+    assert [s.replace(target + "/", "") for s in steps] == [
+        "meta", "- vocab.txt", "assets/extra.txt", "weights.data", "weights.index"]
+    assert _files(target) == {"meta": "new", "weights.index": "new", "weights.data": "new",
+                              "assets/extra.txt": "new", "notes.txt": "mine"}
+    assert not [name for name in storage.listdir(target) if name.startswith(".tmp-")]

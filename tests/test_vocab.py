@@ -78,3 +78,16 @@ def test_vocabulary_file_is_read_through_gfile():
     assert vocab_lib.load_vocabulary(path) == ["[PAD]", "[UNK]", "caf\u00e9"]
     with pytest.raises(FileNotFoundError, match="ram://keras_bert_test_vocab/none.txt"):
         vocab_lib.load_vocabulary("ram://keras_bert_test_vocab/none.txt")
+
+
+def test_vocabulary_file_is_a_temporary_file_on_the_store_it_is_given():
+    from keras_bert import storage
+
+    tokens = ["[PAD]", "[UNK]", "caf\u00e9"]
+    with vocab_lib.vocabulary_file(None) as none:
+        assert none is None
+    storage.rmtree("ram://keras_bert_test_vocab_file")
+    with vocab_lib.vocabulary_file(tokens, beside="ram://keras_bert_test_vocab_file") as path:
+        assert path.startswith("ram://keras_bert_test_vocab_file/.tmp-keras_bert_vocab_")
+        assert vocab_lib.load_vocabulary(path) == tokens
+    assert storage.listdir("ram://keras_bert_test_vocab_file") == []

@@ -190,6 +190,10 @@ def read_metadata(directory):
     return {}
 
 
+def check_files(directory, metadata):
+    """Google's layout records nothing to check its files against."""
+
+
 def recorded_casing(directory):
     """Google's files do not record the casing (the registry or the vocabulary tells)."""
     return None

@@ -259,6 +259,10 @@ def read_metadata(directory):
     return {}
 
 
+def check_files(directory, metadata):
+    """Hugging Face's layout records nothing to check its files against."""
+
+
 def vocab_file(directory):
     return os.path.join(directory, VOCAB_FILE)
 

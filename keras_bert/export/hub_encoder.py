@@ -34,7 +34,6 @@ from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import int8
 from keras_bert.models import lora
 from keras_bert.models.encoder import BertEncoder
-from keras_bert.models.preset_mixin import vocabulary_file
 from keras_bert.models.task import Task
 from keras_bert import vocab as vocab_lib
 
@@ -87,7 +86,7 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     model = lora.for_export(model)  # LoRA factors merged into the kernels, all trainable
     encoder, mlm_model = _encoder_of(model)
     tokens, lower = vocabulary_of(model, encoder, vocabulary, do_lower_case)
-    with vocabulary_file(tokens, beside=os.path.dirname(export_dir)) as vocab_path:
+    with vocab_lib.vocabulary_file(tokens, beside=os.path.dirname(export_dir)) as vocab_path:
         root = encoder_module(encoder, mlm_model, vocab_path, lower)
         serving = _serving_function(root)
         with int8.constant_weights():  # int8 kernels are not trainable: oneDNN caches them

@@ -26,9 +26,9 @@ import os
 
 import tensorflow as tf
 
+from keras_bert import vocab as vocab_lib
 from keras_bert.export import export_dirs, modules
 from keras_bert.export.export_dirs import ExportError
-from keras_bert.models.preset_mixin import vocabulary_file
 from keras_bert.models.task import Task
 from keras_bert.text.packer import BertPackInputs
 from keras_bert.text.preprocessor import sync_packer
@@ -71,7 +71,8 @@ def export_preprocessor(preprocessor, export_dir):
     """
     tokenizer, packer = _parts(preprocessor)
     export_dir = export_dirs.check_target(export_dir)  # before any tracing
-    with vocabulary_file(tokenizer.vocabulary, beside=os.path.dirname(export_dir)) as vocab_path:
+    with vocab_lib.vocabulary_file(tokenizer.vocabulary,
+                                   beside=os.path.dirname(export_dir)) as vocab_path:
         root = preprocessor_module(tokenizer, packer, vocab_path)
 
         @tf.function(input_signature=[TEXT_SPEC])

@@ -1,16 +1,9 @@
-"""`PresetMixin`: ``from_preset`` / ``save_to_preset`` of `BertEncoder` (the task models have theirs
-in `Task`), both through the one preset loader (`keras_bert.presets.preset_loader`).
-
-A model class mixes it in and provides, if it differs from the defaults here:
-
-* ``_from_preset_config(config, **kwargs)``: build the model from a `BertConfig` (default:
-  ``cls(config, **kwargs)``);
-* ``_load_preset_weights(weights, source)``: assign the canonical weights (default:
-  ``self.set_canonical_weights``);
-* ``_preset_weights()``: the canonical dict to save (default: ``get_canonical_weights()``);
-* ``_preset_config()``: the `BertConfig` to save (default: ``self.bert_config``);
-* ``_preset_model_arguments()``: the constructor arguments ``from_preset`` passes on
-  (default: the keyword parameters of ``__init__`` but ``config``).
+"""`PresetMixin`: what `BertEncoder` holds of the preset it came from, and its thin
+``from_preset`` / ``save_to_preset``, which delegate to `keras_bert.presets`: the loader
+(`keras_bert.presets.preset_loader.encoder_from_preset`) and the saver
+(`keras_bert.presets.preset_saver.PresetSaver`) work through the encoder's public methods
+(its constructor, ``set_canonical_weights``, ``get_canonical_weights``). The task models
+have their own two methods in `Task`, delegating the same way.
 
 What ``from_preset`` records on the model besides its weights, so that ``save_to_preset``
 writes a preset that loads fully (vocabulary and casing included), and what a ``.keras`` round
@@ -27,32 +20,15 @@ trip keeps of it:
   (see `preset_config` and `pop_preset_config`).
 """
 
-import contextlib
 import os
-import tempfile
 
 from keras_bert import storage
 from keras_bert import vocab as vocab_lib
-from keras_bert.checks import keyword_parameters
 from keras_bert.presets.preset_loader import encoder_from_preset
+from keras_bert.presets.preset_saver import PresetSaver
 
 # The get_config keys that carry what from_preset records (besides the vocabulary asset).
 PRESET_CONFIG_KEYS = ("do_lower_case", "preset_name")
-
-@contextlib.contextmanager
-def vocabulary_file(tokens, beside=None):
-    """A temporary ``vocab.txt`` holding ``tokens`` (None for None), for writers that take
-    a path; removed afterwards. It is written in a temporary directory in ``beside`` (the
-    directory being written, on its own store: local, gs://, ram://), else in the local
-    temporary directory."""
-    if tokens is None:
-        yield None
-        return
-    parent = beside or tempfile.gettempdir()
-    with storage.staging_dir(parent, prefix=".tmp-keras_bert_vocab_") as tmp:
-        path = os.path.join(tmp, "vocab.txt")
-        vocab_lib.write_vocabulary(list(tokens), path)
-        yield path
 
 
 class PresetMixin:
@@ -60,7 +36,7 @@ class PresetMixin:
     keeps what ``from_preset`` records on it through a ``.keras`` round trip (see the
     module docstring).
 
-    Example (`BertEncoder` and every task model are one):
+    Example (`BertEncoder` is one):
 
     >>> import tempfile
     >>> import numpy as np
@@ -140,41 +116,13 @@ class PresetMixin:
 
     def save_to_preset(self, directory):
         """Writes config, vocabulary (``self.vocabulary``, if any) and weights in keras_bert's
-        layout.
+        layout; returns ``directory``.
 
-        The layout (`keras_bert.checkpoints.keras_bert_layout`) is a Google checkpoint directory plus
-        ``keras_bert.json``; ``from_preset(directory)`` loads it back. A model from
-        ``from_preset``, or loaded from a ``.keras`` file of one, writes the preset's
-        vocabulary and casing; one built from a config alone writes none.
+        The layout (`keras_bert.checkpoints.keras_bert_layout`) is a Google checkpoint
+        directory plus ``keras_bert.json``; ``from_preset(directory)`` loads it back. A model
+        from ``from_preset``, or loaded from a ``.keras`` file of one, writes the preset's
+        vocabulary and casing; one built from a config alone writes none. An earlier preset
+        in ``directory`` is replaced at once (`keras_bert.presets.preset_saver`): a reader
+        finds the old one or the new one, never a mix.
         """
-        from keras_bert.checkpoints import keras_bert_layout
-
-        with vocabulary_file(self.vocabulary, beside=directory) as vocab_path:
-            keras_bert_layout.write(
-                directory,
-                self._preset_config(),
-                self._preset_weights(),
-                vocab_path=vocab_path,
-                do_lower_case=self.do_lower_case,
-                name=self.preset_name or self.name,
-                source=type(self).__name__,
-            )
-        return directory
-
-    # ---------------------------------------------------------------- hooks
-    @classmethod
-    def _from_preset_config(cls, config, **kwargs):
-        return cls(config, **kwargs)
-
-    @classmethod
-    def _preset_model_arguments(cls):
-        return keyword_parameters(cls.__init__, skip=("config",))
-
-    def _load_preset_weights(self, weights, source):
-        self.set_canonical_weights(weights, source=source)
-
-    def _preset_weights(self):
-        return self.get_canonical_weights()
-
-    def _preset_config(self):
-        return self.bert_config
+        return PresetSaver(directory).save_encoder(self)

@@ -6,10 +6,11 @@ import keras
 
 from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.optimizers import optimization
-from keras_bert.models import export_formats, lora, quantization, task_presets
+from keras_bert.models import export_formats, lora, quantization
 from keras_bert.models.pipeline_model import PipelineModel
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.presets.preset_loader import task_from_preset
+from keras_bert.presets.preset_saver import PresetSaver
 from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 
@@ -269,8 +270,10 @@ class Task(PipelineModel):
 
     def save_to_preset(self, directory):
         """Writes the encoder and the head (Google's names), the config, the vocabulary and
-        the task's arguments in keras_bert's layout; ``from_preset(directory)`` loads it."""
-        return task_presets.save_task_to_preset(self, directory)
+        the task's arguments in keras_bert's layout; ``from_preset(directory)`` loads it.
+        An earlier preset in ``directory`` is replaced at once
+        (`keras_bert.presets.preset_saver`). Returns ``directory``."""
+        return PresetSaver(directory).save_task(self)
 
     def head_config(self):
         """The head's constructor arguments (the config without encoder and preprocessor)."""

@@ -1,8 +1,10 @@
-"""Named BERT presets and loading from names, hub handles (``hf://``, ``kaggle://``),
-directories and zips.
+"""Named BERT presets; resolving, loading and saving them.
 
 ``keras_bert.presets()`` (this module is callable) and ``keras_bert.presets.list_presets()``
-list the registry; `load_preset` resolves a name or path to a `Preset`.
+list the registry (`registry`); `load_preset` (`resolver`) resolves a name, hub handle
+(``hf://``, ``kaggle://``), directory or zip to a `Preset`; `PresetLoader` (`preset_loader`)
+builds models and text layers from it and `PresetSaver` (`preset_saver`), beside it,
+writes them back.
 
 >>> import keras_bert
 >>> [row["name"] for row in keras_bert.presets()][:3]
@@ -12,8 +14,10 @@ list the registry; `load_preset` resolves a name or path to a `Preset`.
 import sys
 import types
 
-from keras_bert.presets.resolver import Preset, UnknownPresetError, load_preset
+from keras_bert.checkpoints.formats import Preset
+from keras_bert.presets.resolver import UnknownPresetError, load_preset
 from keras_bert.presets.preset_loader import PresetLoader
+from keras_bert.presets.preset_saver import PresetSaver
 from keras_bert.presets.registry import PRESETS, PresetSpec
 
 _COLUMNS = ("name", "layers", "hidden_size", "heads", "parameters", "casing", "source")
@@ -63,5 +67,5 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["PRESETS", "Preset", "PresetLoader", "PresetSpec", "PresetTable", "UnknownPresetError",
-           "list_presets", "load_preset"]
+__all__ = ["PRESETS", "Preset", "PresetLoader", "PresetSaver", "PresetSpec", "PresetTable",
+           "UnknownPresetError", "list_presets", "load_preset"]

@@ -12,7 +12,6 @@ what a killed process left is removed by the next one (`keras_bert.tempdirs.lock
 The cache is a local directory; its files are read and written through `keras_bert.storage`.
 """
 
-import hashlib
 import http.client
 import os
 import socket
@@ -57,17 +56,9 @@ def timeout():
         return DEFAULT_TIMEOUT
 
 
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with storage.open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def check_sha256(path, expected, what=None, consequence=""):
     """Raises `DownloadError` unless the sha256 of ``path`` is ``expected`` (any case)."""
-    actual = sha256_of(path)
+    actual = storage.sha256(path)
     if actual != expected.lower():
         raise DownloadError(
             f"sha256 of {what or path} is {actual}, expected {expected}; the file is corrupt "

@@ -40,6 +40,7 @@ from keras_bert.checkpoints import huggingface, keras_bert_layout, keras_hub
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.checkpoints.formats import open_directory
 from keras_bert.presets import download
+from keras_bert.presets.preset_saver import PresetSaver
 
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 HF_WEIGHTS = (huggingface.SAFETENSORS_FILE, huggingface.TORCH_FILE)  # the first one there
@@ -281,11 +282,10 @@ def load(handle, sha256=None, progress=True):
         source = hf_url(handle) if handle.hub == "hf" else kaggle_url(handle)
         try:
             checkpoint = open_directory(raw)
-            keras_bert_layout.write(out, checkpoint.config, checkpoint.weights(),
-                         vocab_path=checkpoint.vocab_path, do_lower_case=checkpoint.do_lower_case,
-                         name=str(handle), source=source,
-                         extra={"hub": {"handle": str(handle), "resolved": resolved,
-                                        "files": sorted(files)}})
+            checkpoint.name, checkpoint.source = str(handle), source
+            checkpoint.metadata = {"hub": {"handle": str(handle), "resolved": resolved,
+                                           "files": sorted(files)}}
+            PresetSaver(out).save_preset(checkpoint)
         except CheckpointError as e:  # name the hub's file, not the temporary copy
             raise download.DownloadError(
                 str(e).replace(raw + os.sep, f"{handle}/").replace(raw, str(handle))

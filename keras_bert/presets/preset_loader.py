@@ -1,12 +1,16 @@
-"""`PresetLoader`: the one way every ``from_preset`` of keras_bert loads a preset.
+"""`PresetLoader`: the one way every ``from_preset`` of keras_bert loads a preset, beside
+`PresetSaver`, which writes them (`keras_bert.presets.preset_saver`).
 
 keras-hub's ``PresetLoader`` shape: a preset (a registered name or a keras-hub / TF Hub name
 of one, an ``hf://`` or ``kaggle://`` handle, a directory in keras_bert, Google, Hugging Face
-or keras-hub format, a Google ``.zip``) is resolved once, when the loader
-is made, and the loader then builds what a class asks for: `load_config`, `load_encoder`,
-`load_tokenizer`, `load_preprocessor`, `load_task`. It takes the class to build as an
-argument (a task class names its ``encoder_cls``, ``tokenizer_cls`` and ``preprocessor_cls``),
-so this module, two rows below the models, imports none of them.
+or keras-hub format, a Google ``.zip``) is resolved once, when the loader is made
+(`keras_bert.presets.resolver.load_preset` gives a `Preset`), and the loader then builds
+what a class asks for from that `Preset`: `load_config`, `load_encoder`, `load_tokenizer`,
+`load_preprocessor`, `load_task`. It takes the class to build as an argument (a task class
+names its ``encoder_cls``, ``tokenizer_cls`` and ``preprocessor_cls``) and uses the models'
+public methods (the constructor, ``set_canonical_weights``, ``head_variables``), so this
+module, two rows below the models, imports none of them. Head weights are read here
+(`load_head_weights`) and written beside, in the saver (`head_weights`).
 
 `encoder_from_preset`, `task_from_preset` and `text_preset` are the ``from_preset`` of the
 encoder, of the task models and of the text layers: each checks the keyword arguments
@@ -24,17 +28,15 @@ import numpy as np
 
 from keras_bert import vocab
 from keras_bert.checks import check_kwargs, keyword_parameters
+from keras_bert.checkpoints.formats import Preset
 from keras_bert.config import BertConfig
+from keras_bert.presets.preset_saver import PREPROCESSOR_KEY, TASK_KEY, preprocessor_arguments
 from keras_bert.presets.resolver import load_preset
 
 # Keyword arguments of from_preset that steer loading rather than the model.
 LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")
 # The encoder's own constructor arguments a task's from_preset passes on to it.
 ENCODER_ARGUMENTS = ("dtype",)
-# keras_bert.json keys of a task preset: the task (class and head arguments) and the
-# preprocessor's arguments.
-TASK_KEY = "task"
-PREPROCESSOR_KEY = "preprocessor"
 
 
 def _config_fields():
@@ -45,8 +47,9 @@ class PresetLoader:
     """A preset resolved once, and the builders of what a class asks for from it.
 
     Args:
-        preset: a registered name (``keras_bert.presets()``) or another name of one, a hub
-            handle (``hf://``, ``kaggle://``), a local directory or a Google ``.zip``.
+        preset: a `Preset` already resolved, or what `load_preset` resolves: a registered
+            name (``keras_bert.presets()``) or another name of one, a hub handle (``hf://``,
+            ``kaggle://``), a local directory or a Google ``.zip``.
         require_weights: whether the preset must have weights (False: config and
             vocabulary are enough; a registry name downloads nothing).
         require_vocab: whether it must have a vocabulary.
@@ -64,8 +67,11 @@ class PresetLoader:
 
     def __init__(self, preset, require_weights=True, require_vocab=False, **load_options):
         check_kwargs("PresetLoader()", load_options, {"loading options": LOAD_OPTIONS})
-        self.preset = load_preset(preset, require_weights=require_weights,
-                                  require_vocab=require_vocab, **load_options)
+        if isinstance(preset, Preset):
+            self.preset = preset
+        else:
+            self.preset = load_preset(preset, require_weights=require_weights,
+                                      require_vocab=require_vocab, **load_options)
         self._weights = {}
 
     # ---------------------------------------------------------------- what was resolved
@@ -87,8 +93,9 @@ class PresetLoader:
 
     @property
     def metadata(self):
-        """keras_bert.json's contents for a preset in keras_bert's layout, else {}."""
-        return getattr(self.preset.checkpoint, "metadata", None) or {}
+        """What the preset records besides config and weights (keras_bert.json's contents
+        for a preset in keras_bert's layout, else {})."""
+        return self.preset.metadata
 
     def load_config(self, overrides=None):
         """The preset's `BertConfig`, with ``overrides`` (field: value) replaced."""
@@ -111,9 +118,9 @@ class PresetLoader:
         fields = _config_fields()
         overrides = {k: kwargs.pop(k) for k in fields if k in kwargs}
         config = self.load_config(overrides)
-        model = cls._from_preset_config(config, **kwargs)
+        model = cls(config, **kwargs)
         if load_weights:
-            model._load_preset_weights(self.load_weights(config), source=self.path)
+            model.set_canonical_weights(self.load_weights(config), source=self.path)
         if record:
             model.vocab_path = self.vocab_path  # reads the tokens into model.vocabulary
             model.do_lower_case = self.do_lower_case
@@ -183,7 +190,7 @@ def encoder_from_preset(cls, preset, load_weights=True, **kwargs):
     check_kwargs(f"{cls.__name__}.from_preset()", kwargs, {
         "BertConfig fields": _config_fields(),
         "loading options": LOAD_OPTIONS,
-        f"{cls.__name__} arguments": cls._preset_model_arguments(),
+        f"{cls.__name__} arguments": keyword_parameters(cls.__init__, skip=("config",)),
     })
     load, kwargs = split_load_options(kwargs)
     loader = PresetLoader(preset, require_weights=load_weights, **load)
@@ -209,17 +216,6 @@ def text_preset(preset):
 
 
 # -------------------------------------------------------------------- task arguments
-def preprocessor_arguments(task_cls):
-    """The keyword arguments of the task's preprocessor class (and its keras_bert bases)."""
-    pre = task_cls.preprocessor_cls
-    skip = ("tokenizer", "do_lower_case")
-    names = set(keyword_parameters(pre.__init__, skip=skip))
-    for base in pre.__mro__[1:]:
-        if base.__module__.startswith("keras_bert.") and "__init__" in vars(base):
-            names |= set(keyword_parameters(base.__init__, skip=skip))
-    return tuple(sorted(names - {"name", "dtype", "trainable", "autocast"}))
-
-
 def head_arguments(task_cls):
     return keyword_parameters(task_cls.__init__, skip=("encoder", "preprocessor"))
 
@@ -236,7 +232,7 @@ def check_task_kwargs(cls, kwargs):
 
 def load_head_weights(model, weights, source):
     """Assigns the head weights ``weights`` holds (Google's names and layouts) to the task
-    model's ``head_variables()``. A checkpoint without them leaves the head fresh; one whose
+    model's ``head_variables()`` (the saver's `head_weights` writes them). A checkpoint without them leaves the head fresh; one whose
     head has other shapes (another ``num_classes``) too, with a warning that names both
     shapes. Returns the names assigned."""
     variables = model.head_variables()

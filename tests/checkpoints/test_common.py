@@ -93,8 +93,9 @@ def test_google_heads_and_optimizer_slots_still_load(tmp_path):
 def test_keras_bert_layout_config_with_fewer_layers(tmp_path):
     BertEncoder(TWO_LAYERS).save_to_preset(str(tmp_path))
     meta = json.loads((tmp_path / "keras_bert.json").read_text())
-    meta["config"]["num_hidden_layers"] = 1  # the metadata's config wins over bert_config.json
+    meta["config"]["num_hidden_layers"] = 1  # both configs say so (they must agree)
     (tmp_path / "keras_bert.json").write_text(json.dumps(meta))
+    _edit_json(tmp_path / "bert_config.json", num_hidden_layers=1)
     with pytest.raises(CheckpointError, match=FEWER):
         BertEncoder.from_preset(str(tmp_path))
 

@@ -1,6 +1,7 @@
 """keras_bert's own layout: what save_to_preset writes loads back, vocabulary included."""
 
 import json
+import os
 
 import pytest
 
@@ -61,3 +62,101 @@ def test_bad_config_in_the_metadata_names_the_file(tmp_path, config, message):
     (tmp_path / "keras_bert.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match=rf"{tmp_path / 'keras_bert.json'}: .*{message}"):
         open_directory(tmp_path)
+
+
+# ------------------------------------------------------------ bert_config.json must agree
+def _saved(tmp_path, config=CONFIG, tokens=None):
+    encoder = BertEncoder(config)
+    encoder.vocabulary = tokens
+    return encoder.save_to_preset(str(tmp_path / "saved"))
+
+
+def _edit_google_config(path, **changes):
+    config_file = os.path.join(path, "bert_config.json")
+    with open(config_file) as f:
+        values = json.load(f)
+    values.update(changes)
+    with open(config_file, "w") as f:
+        json.dump(values, f)
+
+
+@pytest.mark.parametrize("changes, message", [
+    # Google's "gelu" is the tanh approximation; keras_bert.json's "gelu" is the exact one.
+    ({"hidden_act": "gelu"}, r"hidden_act 'gelu' \(keras_bert's 'gelu_tanh'\) in "
+                             r"bert_config\.json, 'gelu' in keras_bert\.json"),
+    ({"layer_norm_eps": 1e-3, "num_attention_heads": 4},
+     r"num_attention_heads 4 in bert_config\.json, 2 in keras_bert\.json; layer_norm_eps "
+     r"0\.001 in bert_config\.json, 1e-12 in keras_bert\.json"),
+])
+def test_a_bert_config_json_that_builds_another_model_is_an_error_naming_both(
+        tmp_path, changes, message):
+    path = _saved(tmp_path)
+    _edit_google_config(path, **changes)
+    with pytest.raises(CheckpointError, match=(
+            rf"{path}/bert_config\.json disagrees with {path}/keras_bert\.json: {message}\. "
+            r"Google's scripts would build another model")):
+        BertEncoder.from_preset(path)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("{oops", r"not valid JSON"),
+    ("[]", r"expected a JSON object"),
+])
+def test_a_bert_config_json_that_is_not_a_config_is_an_error_naming_both(tmp_path, text, reason):
+    path = _saved(tmp_path)
+    with open(os.path.join(path, "bert_config.json"), "w") as f:
+        f.write(text)
+    with pytest.raises(CheckpointError, match=(
+            rf"{path}/bert_config\.json disagrees with {path}/keras_bert\.json, which records "
+            rf"the config: Google's scripts cannot build a model from it \(.*{reason}")):
+        open_directory(path)
+
+
+def test_the_configs_are_compared_as_models_not_as_text(tmp_path):
+    """keras_bert.json's "gelu_tanh" is Google's "gelu"; key order, spacing and fields
+    Google's file has and BertConfig does not (the multilingual "directionality") differ
+    freely."""
+    path = _saved(tmp_path, CONFIG.replace(hidden_act="gelu_tanh"))
+    with open(os.path.join(path, "bert_config.json")) as f:
+        values = json.load(f)
+    assert values["hidden_act"] == "gelu"
+    values["directionality"] = "bidi"
+    with open(os.path.join(path, "bert_config.json"), "w") as f:
+        json.dump(dict(reversed(list(values.items()))), f, indent=4)
+    assert open_directory(path).config.hidden_act == "gelu_tanh"
+
+
+# ------------------------------------------------------------ files of one save
+def test_files_of_another_save_are_refused_and_the_metadata_names_them(tmp_path):
+    path = _saved(tmp_path, tokens=TOKENS)
+    other = _saved(tmp_path / "other", tokens=TOKENS[:5] + TOKENS[5:][::-1])
+    metadata = json.loads(open(os.path.join(path, "keras_bert.json")).read())
+    assert sorted(metadata["files"]) == ["bert_model.ckpt.index", "vocab.txt"]
+    for name in ("vocab.txt", "bert_model.ckpt.index"):
+        with open(os.path.join(other, name), "rb") as f:
+            data = f.read()
+        with open(os.path.join(path, name), "wb") as f:
+            f.write(data)
+    with pytest.raises(CheckpointError, match=(
+            rf"{path} holds files of two different saves: bert_model\.ckpt\.index, vocab\.txt "
+            r"are not what keras_bert\.json was written with\. A save_to_preset over this "
+            r"directory was interrupted \(or is still running\)")):
+        open_directory(path)
+    os.remove(os.path.join(path, "vocab.txt"))
+    with pytest.raises(CheckpointError, match=r"bert_model\.ckpt\.index, vocab\.txt \(missing\)"):
+        open_directory(path)
+    del metadata["files"]  # written without the sums: read as it is
+    with open(os.path.join(path, "keras_bert.json"), "w") as f:
+        json.dump(metadata, f)
+    assert open_directory(path).vocab_path is None
+
+
+def test_weights_read_after_a_save_over_the_directory_are_refused(tmp_path):
+    """A reader that opened the preset, then reads its weights after another save replaced
+    them, gets an error, not the new weights under the config it read first."""
+    path = _saved(tmp_path)
+    opened = open_directory(path)
+    _saved(tmp_path, CONFIG.replace(hidden_act="relu"))
+    with pytest.raises(CheckpointError, match="holds files of two different saves"):
+        opened.weights()
+    assert open_directory(path).weights().keys() == opened.variable_shapes().keys()

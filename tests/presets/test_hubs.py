@@ -109,7 +109,7 @@ def test_hf_handle_downloads_once_and_gives_the_directory_outputs(hf_hub, hf_dir
     # Converted once into keras_bert's layout, keyed by the handle; nothing temporary left.
     target = cache / "hub" / "hf" / "org" / "tiny-bert" / "main"
     assert encoder.vocab_path == str(target / "vocab.txt")
-    metadata = load_preset("hf://org/tiny-bert").checkpoint.metadata
+    metadata = load_preset("hf://org/tiny-bert").metadata
     assert metadata["hub"]["resolved"] == COMMIT and metadata["name"] == "hf://org/tiny-bert"
     assert metadata["source"] == f"{hf_hub.url}/org/tiny-bert"
     assert _no_temporaries(cache) == []
@@ -219,7 +219,7 @@ def test_kaggle_handle_downloads_once_and_gives_the_directory_outputs(kaggle_hub
     assert calls[2:] == ["DownloadModelInstanceVersion"] * 5  # one per file, then redirected
     target = cache / "hub" / "kaggle" / "keras" / "bert" / "keras" / "bert_tiny_test" / "latest"
     assert (target / "keras_bert.json").is_file() and (target / "vocab.txt").is_file()
-    metadata = load_preset("kaggle://keras/bert/keras/bert_tiny_test").checkpoint.metadata
+    metadata = load_preset("kaggle://keras/bert/keras/bert_tiny_test").metadata
     assert metadata["hub"]["resolved"] == "3"  # the version kagglehub resolved
     assert _no_temporaries(cache) == []
     count = len(kaggle_hub.requests)
@@ -230,7 +230,7 @@ def test_kaggle_handle_downloads_once_and_gives_the_directory_outputs(kaggle_hub
 def test_kaggle_version_is_its_own_cache_entry(kaggle_hub, cache):
     preset = load_preset("kaggle://keras/bert/keras/bert_tiny_test/3", progress=False)
     assert preset.name == "kaggle://keras/bert/keras/bert_tiny_test/3"
-    assert preset.checkpoint.metadata["hub"]["resolved"] == "3"
+    assert preset.metadata["hub"]["resolved"] == "3"
     calls = [p.rsplit("/", 1)[1] for m, p in kaggle_hub.requests if m == "POST"]
     assert "GetModelInstance" not in calls  # the version was given
     with pytest.raises(DownloadError, match=r"kaggle://keras/bert/keras/bert_tiny_test/4: "

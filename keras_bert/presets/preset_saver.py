@@ -1,0 +1,187 @@
+"""`PresetSaver`: the one way keras_bert writes a preset, beside `PresetLoader`, which reads
+them (`keras_bert.presets.preset_loader`).
+
+keras-hub's ``PresetSaver`` shape: a saver is made for a directory and a format and writes
+what a model gives through its public methods, so this module, two rows below the models,
+imports none of them:
+
+* `save_encoder` (``BertEncoder.save_to_preset``): ``bert_config``,
+  ``get_canonical_weights()``, and the vocabulary, casing and name ``from_preset`` recorded
+  on the encoder (``vocabulary``, ``do_lower_case``, ``preset_name``);
+* `save_task` (``Task.save_to_preset``): the encoder's weights and the head's
+  (``head_variables()``, under Google's names: `head_weights`), ``head_config()`` and the
+  preprocessor's ``get_config()`` and vocabulary, recorded under `TASK_KEY` and
+  `PREPROCESSOR_KEY` for the loader to rebuild the same model;
+* `save_preset`: a `Preset` as it is (the preset cache converts a downloaded checkpoint
+  with it).
+
+Each gathers a `Preset` (the description the loader builds from) and writes it with the
+writer `WRITERS` names for the format, into a new directory that then takes the place of
+what is there (`keras_bert.storage.replacing_dir`). A reader finds the old preset or the
+new one: on a local disk even when the writer is killed; on an object store, while a save
+replaces the files one by one (or after a writer was killed there), loading is an error
+that says so, never a mix of the two (``keras_bert.json`` goes first and records the
+sha256 of the files it goes with: `keras_bert.checkpoints.keras_bert_layout`). Files of the
+directory that are not the format's (a training run's logs) stay.
+
+A format is one row of `WRITERS`: the function that writes a `Preset` into an empty
+directory, and the format's files (glob patterns) with the order they replace earlier ones.
+
+>>> import tempfile
+>>> from keras_bert import BertConfig, BertEncoder
+>>> from keras_bert.presets import load_preset
+>>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+...                                  num_attention_heads=2, intermediate_size=16))
+>>> path = PresetSaver(tempfile.mkdtemp()).save_encoder(encoder)
+>>> load_preset(path).format
+'keras_bert'
+"""
+
+import collections
+import errno
+import os
+
+import numpy as np
+
+from keras_bert import storage, vocab
+from keras_bert.checks import keyword_parameters
+from keras_bert.checkpoints import keras_bert_layout
+from keras_bert.checkpoints.common import check_vocab
+from keras_bert.checkpoints.formats import Preset
+
+# keras_bert.json keys of a task preset: the task (class and head arguments) and the
+# preprocessor's arguments.
+TASK_KEY = "task"
+PREPROCESSOR_KEY = "preprocessor"
+
+Writer = collections.namedtuple("Writer", "write files first last")
+Writer.__doc__ = """How one format is saved: ``write(directory, preset)`` fills an empty
+directory; ``files`` are the format's files (glob patterns: an earlier save's that this one
+lacks are removed), ``first`` and ``last`` the ones moved first and last when a directory is
+replaced file by file (see `keras_bert.storage.replacing_dir`).
+
+>>> WRITERS["keras_bert"].first, WRITERS["keras_bert"].last
+(('keras_bert.json',), ('bert_model.ckpt.index',))
+"""
+
+
+def _write_keras_bert(directory, preset):
+    keras_bert_layout.write(directory, preset.config, preset.weights(),
+                            vocab_path=preset.vocab_path, do_lower_case=preset.do_lower_case,
+                            name=preset.name, source=preset.source, extra=preset.metadata)
+
+
+# The formats a preset is saved in: {format: Writer}.
+WRITERS = {
+    "keras_bert": Writer(_write_keras_bert, keras_bert_layout.FILES, keras_bert_layout.FIRST,
+                         keras_bert_layout.LAST),
+}
+
+
+class PresetSaver:
+    """Writes presets into ``directory`` (local, gs://, ram://) in ``format``.
+
+    Args:
+        directory: where the preset goes: absent, empty, or holding an earlier preset (which
+            the new one replaces at once; see the module docstring) and other files (which
+            stay).
+        format: a key of `WRITERS`.
+
+    Example:
+
+    >>> import tempfile
+    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+    ...                                  num_attention_heads=2, intermediate_size=16))
+    >>> saver = PresetSaver(tempfile.mkdtemp())
+    >>> path = saver.save_task(BertClassifier(encoder, num_classes=3))
+    >>> BertClassifier.from_preset(path, preprocessor=None).num_classes
+    3
+    """
+
+    def __init__(self, directory, format="keras_bert"):
+        if format not in WRITERS:
+            raise ValueError(f"Unknown preset format {format!r}; presets are saved in "
+                             f"{', '.join(map(repr, WRITERS))}.")
+        self.directory = os.fspath(directory)
+        self.format = format
+
+    def save_encoder(self, encoder):
+        """Writes ``encoder`` (a `BertEncoder`): config, weights, and the vocabulary, casing
+        and name its ``from_preset`` recorded (none for an encoder built from a config).
+        Returns the directory."""
+        preset = Preset(encoder.bert_config, name=encoder.preset_name or encoder.name,
+                        source=type(encoder).__name__, do_lower_case=encoder.do_lower_case,
+                        weights=encoder.get_canonical_weights())
+        return self._save(preset, encoder.vocabulary)
+
+    def save_task(self, task):
+        """Writes the task model ``task``: the encoder and the head (Google's names), the
+        config, the preprocessor's vocabulary and casing (without a preprocessor, the
+        encoder's), and the task's and preprocessor's arguments. Returns the directory."""
+        weights = task.encoder.get_canonical_weights()
+        weights.update(head_weights(task))
+        metadata = {TASK_KEY: {"class_name": type(task).__name__, "config": task.head_config()}}
+        if task.preprocessor is not None:
+            config = task.preprocessor.get_config()
+            metadata[PREPROCESSOR_KEY] = {k: config[k] for k in preprocessor_arguments(type(task))
+                                          if k in config}
+        tokenizer = getattr(task.preprocessor, "tokenizer", None)
+        if tokenizer is not None:
+            tokens, do_lower_case = tokenizer.get_vocabulary(), tokenizer.do_lower_case
+        else:
+            tokens, do_lower_case = task.encoder.vocabulary, task.encoder.do_lower_case
+        preset = Preset(task.encoder.bert_config, name=task.name, source=type(task).__name__,
+                        do_lower_case=do_lower_case, metadata=metadata, weights=weights)
+        return self._save(preset, tokens)
+
+    def save_preset(self, preset):
+        """Writes ``preset`` (a `Preset`: its config, ``weights()``, the file at
+        ``vocab_path``, casing, name, source and metadata) as it is. Returns the
+        directory."""
+        if storage.isfile(self.directory):
+            raise NotADirectoryError(errno.ENOTDIR, "A preset is a directory; this is a file",
+                                     self.directory)
+        check_vocab(preset.vocab_path, preset.config, source=f"Saving to {self.directory}")
+        writer = WRITERS[self.format]
+        with storage.replacing_dir(self.directory, first=writer.first, last=writer.last,
+                                   replaces=writer.files) as new:
+            writer.write(new, preset)
+        return self.directory
+
+    def _save(self, preset, tokens):
+        """`save_preset` of ``preset`` with ``tokens`` (or None) as its vocabulary."""
+        with vocab.vocabulary_file(tokens, beside=_parent(self.directory)) as vocab_path:
+            preset.vocab_path = vocab_path
+            return self.save_preset(preset)
+
+
+def _parent(directory):
+    """Where a save's temporaries go: beside ``directory``, on its store."""
+    directory = directory.rstrip("/")
+    return os.path.dirname(directory if storage.is_remote(directory)
+                           else os.path.abspath(directory))
+
+
+# -------------------------------------------------------------------- task presets
+def head_weights(model):
+    """The head's weights in Google's names and layouts (numpy), from the task model's
+    ``head_variables()``; `keras_bert.presets.preset_loader.load_head_weights` assigns them
+    back."""
+    out = {}
+    for name, (variable, transposed) in model.head_variables().items():
+        value = np.asarray(variable.numpy(), dtype=np.float32)
+        out[name] = value.T if transposed else value
+    return out
+
+
+def preprocessor_arguments(task_cls):
+    """The keyword arguments of the task's preprocessor class (and its keras_bert bases):
+    what a task preset records of its preprocessor, and what the loader passes on."""
+    pre = task_cls.preprocessor_cls
+    skip = ("tokenizer", "do_lower_case")
+    names = set(keyword_parameters(pre.__init__, skip=skip))
+    for base in pre.__mro__[1:]:
+        if base.__module__.startswith("keras_bert.") and "__init__" in vars(base):
+            names |= set(keyword_parameters(base.__init__, skip=skip))
+    return tuple(sorted(names - {"name", "dtype", "trainable", "autocast"}))
