@@ -29,6 +29,7 @@ from benchmarks.common import harness  # noqa: E402
 harness.start()  # before TensorFlow: keep its C++ logging out of the table
 
 import os  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 from absl import flags  # noqa: E402
@@ -146,8 +147,10 @@ def _torch_runners(precision, peers, ids, mask, types):
             with torch.inference_mode():
                 frozen(**feed)
             runners.append(("torch_compile", "inductor", make(frozen)))
-        except Exception as e:  # noqa: BLE001  (a peer that cannot run is reported, not fatal)
-            print(f"torch.compile unavailable here: {type(e).__name__}: {str(e)[:200]}")
+        except Exception as e:  # noqa: BLE001  (a peer asked for that cannot run ends the run)
+            sys.exit(f"encoder.py: --peers asks for torch_compile, and torch.compile fails "
+                     f"here ({type(e).__name__}: {str(e)[:200]}); leave torch_compile out "
+                     "of --peers")
     return runners
 
 
@@ -202,6 +205,7 @@ def _median(values):
 
 def main(argv):
     del argv
+    harness.require_contenders("--peers", FLAGS.peers, harness.PEERS)  # each runs, or none
     import keras_bert  # loads TensorFlow without its C++ start-up lines
     import tensorflow as tf
 

@@ -121,6 +121,8 @@ def _torch_runner(precision, ids, mask, types, labels):
 
 def main(argv):
     del argv
+    peers = {name: harness.PEERS[name] for name in ("keras_hub", "hf_torch")}
+    harness.require_contenders("--peers", FLAGS.peers, peers)  # each one runs, or none
     import keras_bert  # noqa: F401  (selects the TensorFlow backend, quietly)
 
     ids, mask, types, labels = _data()

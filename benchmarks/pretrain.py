@@ -171,6 +171,8 @@ def _torch_runner(precision, d):
 
 def main(argv):
     del argv
+    peers = {name: harness.PEERS[name] for name in ("keras_hub", "hf_torch")}
+    harness.require_contenders("--peers", FLAGS.peers, peers)  # each one runs, or none
     import keras_bert  # noqa: F401  (selects the TensorFlow backend, quietly)
 
     d = _data()

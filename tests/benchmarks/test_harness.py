@@ -62,3 +62,21 @@ def test_rows_with_the_ratio_to_the_fastest_peer_and_their_table(capsys):
     assert lines[3] == f"| {'fp32':14} | {'keras_bert (xla on)':26} | {'12.00':>10} |"
     assert lines[6] == f"| {'fp32':14} | {'ratio ours / fastest peer':26} | {'1.50x':>10} |"
     assert lines[-1].endswith("|        n/a |")
+
+
+def test_every_package_a_contender_needs_is_named_where_it_is_pinned():
+    import re
+
+    from benchmarks.common import contenders
+    from tests.dependencies import PACKAGES
+
+    needed = {module for table in (contenders.NEEDS, harness.PEERS)
+              for modules in table.values() for module in modules}
+    assert needed <= set(harness.PACKAGES)
+    shared = set(harness.PACKAGES) & set(PACKAGES)  # worded as the tests word them
+    assert {m: harness.PACKAGES[m] for m in shared} == {m: PACKAGES[m] for m in shared}
+    for module, where in harness.PACKAGES.items():
+        pinned = re.match(r"(\S+) \((requirements[\w-]*\.txt)", where)
+        if pinned:  # the distribution has a line of its own in that file
+            lines = (harness.REPO / pinned[2]).read_text().splitlines()
+            assert any(re.match(rf"{re.escape(pinned[1])}\b", line) for line in lines), module

@@ -1,7 +1,8 @@
 """Every benchmark script runs its smallest configuration as a user starts it, from the
 repository root (the script's folder is sys.path[0], where benchmarks/tokenize.py would shadow
-the standard library's tokenize without its guard), and prints only its table and JSON line.
-The full runs are by hand, not in CI."""
+the standard library's tokenize without its guard), prints only its table and JSON line, and
+runs every contender it was asked for; one whose package is missing stops the script with a
+message that names the package. The full runs are by hand, not in CI."""
 
 import json
 import os
@@ -41,6 +42,33 @@ SMALL_RUNS = {
 }
 
 
+
+def _names(rows, key):
+    """The contenders of ``rows`` (``"keras_hub (xla off)"`` -> ``"keras_hub"``), without the
+    ratio rows."""
+    return sorted({row[key].split(" (")[0] for row in rows if not row[key].startswith("ratio")})
+
+
+# What each small run compares (its contenders: ours and the peers, routes, protocols), and
+# what its JSON summary says ran: a contender asked for that did not run fails the test.
+RAN = {
+    "encoder.py": (["keras_bert", "keras_hub"], lambda s: _names(s["results"], "model")),
+    "int8.py": ([["fp32", "keras_bert_int8"]] * 2,
+                lambda s: [_names(s["matmuls"], "route"), _names(s["encoder"], "route")]),
+    "finetune.py": (["hf_torch", "keras_bert", "keras_hub"],
+                    lambda s: _names(s["results"], "model")),
+    "pretrain.py": (["hf_torch", "keras_bert", "keras_hub"],
+                    lambda s: _names(s["results"], "model")),
+    "serve.py": (["grpc", "rest"],
+                 lambda s: sorted({m.split()[0] for m in s["modes"]} & {"grpc", "rest"})),
+    "serve_cpu.py": (["keras_bert_fp32", "litert_int8", "ort_int8"],
+                     lambda s: sorted(row["contender"] for row in s["rows"])),
+    "tokenize.py": (["HF BertTokenizerFast", "keras_bert BertTokenizer",
+                     "keras_bert in tf.data", "keras_hub WordPieceTokenizer",
+                     "tf_text FastBertTokenizer"], lambda s: _names(s["results"], "tokenizer")),
+}
+
+
 def test_every_benchmark_has_a_small_run():
     assert sorted(SMALL_RUNS) == [script.name for script in SCRIPTS]
 
@@ -53,4 +81,58 @@ def test_small_run_prints_no_tensorflow_noise(script):
                             capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr == ""  # no TensorFlow start-up, CUDA, oneDNN or XLA lines
-    json.loads(result.stdout.splitlines()[-1])  # the last line is the JSON summary
+    summary = json.loads(result.stdout.splitlines()[-1])  # the last line is the JSON summary
+    if script.name in RAN:
+        asked, ran = RAN[script.name]
+        assert ran(summary) == asked
+
+
+# A missing package (the module hidden as Python hides one: sys.modules[name] = None) stops
+# the run before anything is timed: exit status 1, one line naming the contender, the
+# package and where it is pinned.
+HIDE = """
+import runpy, sys
+sys.modules[sys.argv[1]] = None
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+MISSING = [
+    ("serve_cpu.py", "onnxruntime", "--contenders asks for ort_int8, which needs onnxruntime "
+                                    "(requirements-test.txt)"),
+    ("serve_cpu.py", "ai_edge_litert", "--contenders asks for litert_int8, which needs "
+                                       "ai-edge-litert (requirements-litert.txt, the [litert] "
+                                       "extra)"),
+    ("encoder.py", "keras_hub", "--peers asks for keras_hub, which needs keras-hub "
+                                "(requirements-keras-hub.txt, the [keras_hub] extra)"),
+    ("finetune.py", "torch", "--peers asks for hf_torch, which needs torch "
+                             "(requirements-hf.txt, the [hf] extra)"),
+    ("pretrain.py", "transformers", "--peers asks for hf_torch, which needs transformers "
+                                    "(requirements-test.txt)"),
+    ("serve.py", "tensorflow_serving", "--protocols asks for grpc, which needs "
+                                       "tensorflow-serving-api (requirements-serve.txt, the "
+                                       "[serve] extra)"),
+    ("tokenize.py", "keras_hub", "keras_hub WordPieceTokenizer needs keras-hub "
+                                 "(requirements-keras-hub.txt, the [keras_hub] extra)"),
+]
+
+
+@pytest.mark.parametrize("name,module,message", MISSING, ids=lambda x: x)
+def test_a_contender_whose_package_is_missing_stops_the_run(name, module, message):
+    result = subprocess.run([sys.executable, "-c", HIDE, module, str(REPO / "benchmarks" / name),
+                             *SMALL_RUNS[name]], cwd=REPO, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"{name}: {message}, not installed here. Install it (pip "
+                                    "install -r requirements-test.txt installs what every "
+                                    "benchmark needs)"), result.stderr[-3000:]
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_contender_of_another_name_stops_the_run():
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "finetune.py"),
+                             "--peers=keras-hub"], cwd=REPO, capture_output=True, text=True,
+                            timeout=300)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("finetune.py: unknown --peers keras-hub; choose from keras_hub, "
+                             "hf_torch\n")

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.export import ExportError, export_model, required_ops
-from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
+from tests.models.tiny import NEGATIVE, POSITIVE, TEXT_DEPENDENT, VOCAB, tiny_encoder
 
 # The ops of the tokenizer; both are in tensorflow-text 2.12.1 (what official TF Serving
 # builds link), which lacks TFText>RoundRobinTrim and later ops.
@@ -321,14 +321,17 @@ def test_int8_task_models_save_reload_export_and_serve(name, tmp_path):
     from keras_bert.layers import int8
     from keras_bert.models import quantization
 
-    keras.utils.set_random_seed(5)
     build, inputs_and_outputs = _int8_cases()[name]
-    model = build(tiny_encoder())
+    model = build(tiny_encoder(seed=5, **TEXT_DEPENDENT))
     _, before = inputs_and_outputs(model)
     model.quantize("int8")
     inputs, want = inputs_and_outputs(model)
-    # int8 weights: close to the float32 model, not equal to it
-    assert 0 < max(np.abs(want[k] - before[k]).max() for k in want) < 0.1
+    # int8 weights: close to the float32 model, not equal to it. Close: each output moves by
+    # less than a fifth of its float32 spread (over its batch, positions and classes); int8
+    # moves them by 0.4-11% of it (the most: the 2 x 2 multiple-choice logits).
+    for key, value in want.items():
+        spread = np.ptp(before[key])
+        assert 0 < np.abs(value - before[key]).max() < spread / 5, (key, spread)
     path = str(tmp_path / "model.keras")
     model.save(path)
     loaded = keras.saving.load_model(path)

@@ -239,9 +239,14 @@ def test_an_int8_block_runs_on_the_int8_kernel(hidden_act, monkeypatch):
     assert ops.count(int8.OP) == 8 and ops.count("QuantizeV2") == 6
     got = fn(x, mask).numpy()
     monkeypatch.setattr(dense, "INT8_KERNEL", False)
-    keras_int8 = tf.function(lambda x, m: block((x, m)))(x, mask).numpy()
-    # Both int8 paths are within int8's error of the float block (LayerNorm outputs, ~1)
+    keras_fn = tf.function(lambda x, m: block((x, m)))
+    keras_ops = [n.op for n in keras_fn.get_concrete_function(x, mask).graph.as_graph_def().node]
+    assert int8.OP not in keras_ops and "QuantizeV2" not in keras_ops  # the switch took
+    keras_int8 = keras_fn(x, mask).numpy()
+    # Both int8 paths are within int8's error of the float block (LayerNorm outputs, ~1), and
+    # apart from each other (each quantizes the activations its own way: ~4e-3)
     assert np.abs(got - want).max() < 0.1 and np.abs(keras_int8 - want).max() < 0.1
+    assert np.abs(keras_int8 - got).max() > 1e-3
     # training=True is Keras' int8 path (with the fused training kernels: float rounding
     # differences, now and then one activation step apart)
     np.testing.assert_allclose(block((x, mask), training=True), keras_int8, atol=2e-3)
@@ -271,7 +276,6 @@ def test_int8_keeps_the_first_position_apart_in_the_feed_forward_layers():
 def test_int8_output_positions_and_lora():
     block = _int8_block()
     x, mask = _inputs()
-    full_float = block((x, mask)).numpy()
     for layer in (block.query, block.key, block.value, block.attention_output,
                   block.intermediate, block.output_dense):
         layer.quantize("int8")
@@ -283,8 +287,19 @@ def test_int8_output_positions_and_lora():
     np.testing.assert_allclose(rows, np.take_along_axis(full, positions[..., None], 1),
                                atol=0.1)
     np.testing.assert_allclose(first, full[:, :1], atol=0.1)
-    block.query.enable_lora(2)
-    block.query.lora_kernel_b.assign(np.ones(block.query.lora_kernel_b.shape) * 0.01)
-    with_lora = block((x, mask)).numpy()
-    assert np.abs(with_lora - full).max() > 1e-3
-    assert np.abs(with_lora - full_float).max() < 1.0
+    # LoRA on the int8 kernel computes what Keras' int8 path (training=True) computes with the
+    # same factors, within the two paths' difference without LoRA (~0.004); the factors change
+    # the output by far more, so LoRA left out, or its scale (lora_alpha / rank = 2), fails.
+    # The query (its input quantized apart from key's and value's), then the feed-forward
+    # output (not fused with its residual when LoRA is on).
+    rng = np.random.default_rng(2)
+    before = full
+    for layer, size in ((block.query, 0.5), (block.output_dense, 0.2)):
+        layer.enable_lora(2, lora_alpha=4)
+        layer.lora_kernel_a.assign(rng.normal(size=layer.lora_kernel_a.shape) * size)
+        layer.lora_kernel_b.assign(rng.normal(size=layer.lora_kernel_b.shape) * size)
+        with_lora = block((x, mask)).numpy()
+        np.testing.assert_allclose(with_lora, block((x, mask), training=True), atol=0.02,
+                                   err_msg=layer.name)
+        assert np.abs(with_lora - before).max() > 0.1, layer.name
+        before = with_lora

@@ -1,5 +1,6 @@
 """A tiny vocabulary and encoder for the task-model tests."""
 
+import keras
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder
@@ -11,10 +12,24 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + ["##s", "##ing"
 
 
 def tiny_encoder(seed=None, **overrides):
+    """A random 2-layer `BertEncoder` (hidden size 16) on VOCAB; ``overrides`` are `BertConfig`
+    fields. ``seed``: Keras' random seed is set to it first (`keras.utils.set_random_seed`), so
+    the same seed gives the same weights and two seeds different ones; None leaves the seed
+    as it is."""
+    if seed is not None:
+        keras.utils.set_random_seed(seed)
     config = dict(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
                   num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
     config.update(overrides)
     return BertEncoder(BertConfig(**config))
+
+
+# BERT's initializer_range (0.02) gives a random tiny model outputs that hardly depend on its
+# input (a classifier's logits differ across texts by ~3e-5, a float32 test's tolerance). A
+# test that tells two computations apart by their outputs builds its models with this
+# (``tiny_encoder(seed, **TEXT_DEPENDENT)``, heads included: they take the encoder's
+# initializer_range): logits then differ across texts, and between (a, b) and (b, a), by ~0.1.
+TEXT_DEPENDENT = {"initializer_range": 0.2}
 
 
 POSITIVE = ["a great movie", "good fun", "a very good film", "great plot", "the actor is good",

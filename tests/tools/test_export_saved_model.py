@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
-from tests.models.tiny import POSITIVE, VOCAB, tiny_encoder
+from tests.models.tiny import POSITIVE, TEXT_DEPENDENT, VOCAB, tiny_encoder
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 
@@ -23,7 +23,8 @@ def _tool(*flags):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     path = tmp_path_factory.mktemp("models")
-    model = keras_bert.BertClassifier(tiny_encoder(), 2,
+    # Logits that differ across POSITIVE's texts by far more than the tolerances below.
+    model = keras_bert.BertClassifier(tiny_encoder(seed=0, **TEXT_DEPENDENT), 2,
                                       preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
     model.save(path / "classifier.keras")
     tiny_encoder().save(path / "encoder.keras")
@@ -46,7 +47,9 @@ def test_serving_versions_and_encoder_from_a_keras_file(files, tmp_path):
 
     serve = tf.saved_model.load(str(base / "2")).signatures["serving_default"]
     out = serve(text=tf.constant(POSITIVE))
-    np.testing.assert_allclose(out["logits"], model.predict(POSITIVE, verbose=0), atol=1e-5)
+    want = model.predict(POSITIVE, verbose=0)
+    assert np.ptp(want, axis=0).min() > 100 * 1e-5  # an export that ignored its text fails
+    np.testing.assert_allclose(out["logits"], want, atol=1e-5)
     assert set(out["labels"].numpy()) <= {b"neg", b"pos"}
     result = _tool(f"--model_file={path / 'classifier.keras'}", "--kind=encoder",
                    f"--export_dir={tmp_path / 'encoder'}")
@@ -117,7 +120,9 @@ def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_
     assert sorted(p.name for p in version.iterdir()) == [
         "assets", "fingerprint.pb", "model.tflite", "saved_model.pb", "variables"]
     out = litert_model.load(str(version / "model.tflite"))(text=POSITIVE)
-    np.testing.assert_allclose(out["logits"], model.predict(POSITIVE, verbose=0), atol=1e-4)
+    want = model.predict(POSITIVE, verbose=0)
+    assert np.ptp(want, axis=0).min() > 100 * 1e-4  # a LiteRT model that ignored its text fails
+    np.testing.assert_allclose(out["logits"], want, atol=1e-4)
     # Never over an existing model.tflite; --quantize is LiteRT's; LiteRT takes no tagger.
     _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}", "--kind=litert",
                              f"--export_dir={version}"),

@@ -41,9 +41,13 @@ def test_fine_tune_default_learning_rate_follows_lora():
     history = finetune_run.fine_tune(model, texts, labels, batch_size=8, epochs=1, verbose=0)
     assert history.learning_rate == model.default_learning_rate() == 5e-4
     assert model.optimizer.learning_rate_schedule.peak_learning_rate == 5e-4
-    summary = finetune_run.trainable_summary(model)
-    assert summary == {"lora_rank": 2, "trainable_parameters": 2 * 2 * (16 * 2 + 2 * 16) + 34,
-                       "parameters": summary["parameters"]}
+    embeddings = (len(VOCAB) + 64 + 2) * 16 + 2 * 16  # word, position, type; LayerNorm
+    block = 4 * (16 * 16 + 16) + (16 * 32 + 32) + (32 * 16 + 16) + 2 * 2 * 16
+    pooler, head = 16 * 16 + 16, 16 * 2 + 2
+    lora = 2 * 2 * (16 * 2 + 2 * 16)  # query and value of 2 blocks: A [16, 2], B [2, 16]
+    assert finetune_run.trainable_summary(model) == {
+        "lora_rank": 2, "trainable_parameters": lora + head,
+        "parameters": embeddings + 2 * block + pooler + head + lora}
     assert finetune_run.trainable_summary(_model())["lora_rank"] == 0
 
 
