@@ -9,7 +9,7 @@ int32 [batch, seq]), for clients that tokenize themselves.
 
 * `BertClassifier`: ``text`` [batch] (``pairs=True``: ``text_a``, ``text_b``) ->
   ``logits``, ``probabilities`` float32 [batch, num_classes], ``label_ids`` int32 [batch],
-  ``labels`` string [batch] with ``label_names``; regression: ``score`` float32 [batch].
+  ``labels`` string [batch] with label names; regression: ``score`` float32 [batch].
 * `BertMultipleChoice`: ``context`` [batch], ``choices`` [batch, num_choices] ->
   ``logits``, ``probabilities`` [batch, num_choices], ``label_ids`` [batch];
   ``serving_ids`` takes [batch, num_choices, seq].
@@ -70,7 +70,8 @@ def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
             ``<base>/<name>/<version>/model.tflite``.
         quantize: None (float32) or ``"int8"`` (dynamic-range quantization).
         pairs: ``serving_default`` takes ``text_a``, ``text_b`` (classifier, encoder).
-        label_names: class names (classifier): adds a ``labels`` output.
+        label_names: class names (classifier): adds a ``labels`` output. Default: the
+            model's ``label_names``.
         encoder_only: export a task model's encoder, with its preprocessor's tokenizer.
         seq_length: the longest packed sequence (encoder; default: the task model's
             preprocessor's, else 128).

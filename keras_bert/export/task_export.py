@@ -14,14 +14,15 @@ Per task (``serving_default`` inputs -> outputs; "text only" outputs are not in
 
 * `BertClassifier`: ``text`` [batch], or with ``pairs=True`` ``text_a``, ``text_b``
   [batch] -> ``logits``, ``probabilities`` float32 [batch, num_classes], ``label_ids``
-  int32 [batch] (the argmax), and ``labels`` string [batch] when exported with
-  ``label_names``. Regression (``num_classes=1``): ``score`` float32 [batch].
+  int32 [batch] (the argmax), and ``labels`` string [batch] when the model has
+  ``label_names`` or is exported with them. Regression (``num_classes=1``): ``score``
+  float32 [batch].
 * `BertTokenClassifier`: ``text`` [batch] (words separated by whitespace, as ``predict``
   splits them) -> per token ``logits``, ``probabilities`` float32 [batch, seq, num_classes]
   and ``label_ids`` int32 [batch, seq]; text only, per word: ``words`` string [batch, words]
   ("" padding), ``word_label_ids`` int32 [batch, words] (the label of each word's first
   piece; -1 for padding and words cut off by ``seq_length``), and ``word_labels`` string
-  with ``label_names`` ("" for -1).
+  with label names ("" for -1).
 * `BertSpanLabeler`: ``question``, ``context`` [batch] -> ``start_logits``, ``end_logits``
   float32 [batch, seq]; ``start_index``, ``end_index`` int32 [batch], the best span in the
   context of at most ``max_answer_length`` tokens (0, 0: none); text only: ``answer``
@@ -70,7 +71,7 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
         pairs: `BertClassifier`, `BertMaskedLM`, `BertPretrainer`: ``serving_default``
             takes sentence pairs ``text_a``, ``text_b`` instead of ``text``.
         label_names: class names (`BertClassifier`, `BertTokenClassifier`): adds
-            ``labels`` (``word_labels``) outputs.
+            ``labels`` (``word_labels``) outputs. Default: the model's ``label_names``.
         top_k: predictions per mask (`BertMaskedLM`, `BertPretrainer`).
         max_answer_length: longest answer span in tokens (`BertSpanLabeler`).
         verbose: print where the export went and its signatures.

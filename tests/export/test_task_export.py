@@ -98,6 +98,24 @@ def test_token_classifier_labels_words(encoder, tmp_path):
     np.testing.assert_allclose(ids(**packed)["logits"], want, atol=1e-5)
 
 
+def test_the_model_s_label_names_label_the_export_unless_overridden(encoder, tmp_path):
+    tags = ["O", "LOC", "PER"]
+    model = keras_bert.BertTokenClassifier(
+        encoder, 3, label_names=tags,
+        preprocessor=keras_bert.BertTokenClassifierPreprocessor(VOCAB, 8))
+    serve, _ = _export(model, tmp_path)  # no label_names option: the model's
+    out = serve(text=tf.constant(["paris is red", "london"]))
+    assert out["word_labels"].numpy().tolist() == [
+        [tags[i].encode() if i >= 0 else b"" for i in row]
+        for row in out["word_label_ids"].numpy().tolist()]
+    classifier = keras_bert.BertClassifier(
+        encoder, 2, label_names=["neg", "pos"], preprocessor=keras_bert.BertPreprocessor(VOCAB, 8))
+    serve, _ = _export(classifier, tmp_path, "renamed", label_names=["bad", "good"])
+    out = serve(text=tf.constant(TEXTS))
+    assert [s.decode() for s in out["labels"].numpy()] == [
+        ["bad", "good"][i] for i in out["label_ids"].numpy()]
+
+
 def _best_span(start, end, in_context, longest):
     best, span = -np.inf, (0, 0)
     for i in np.flatnonzero(in_context):
