@@ -9,11 +9,13 @@ from keras_bert.export.export_dirs import ExportError, next_version
 from keras_bert.export.litert import export_litert
 from keras_bert.export.ops import required_ops
 from keras_bert.export.hub_preprocessor import export_preprocessor
-from keras_bert.export.task_export import export_model
+from keras_bert.export.task_export import REFUSED_FORMATS, export_model, refused_format
 from keras_bert.models.task import register_exporter
 
 register_exporter("tf_saved_model", export_model)  # model.export's default format
 register_exporter("litert", export_litert)  # the tokenizer inside, LiteRT builtins only
+for _format in REFUSED_FORMATS:  # Keras' other formats: an ExportError naming these two
+    register_exporter(_format, refused_format(_format))
 
 __all__ = [
     "ExportError",

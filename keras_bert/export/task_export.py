@@ -129,6 +129,35 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
     return path
 
 
+# Formats of Keras' own `Model.export` that keras_bert's task models refuse (`refused_format`).
+REFUSED_FORMATS = ("onnx", "openvino", "torch")
+
+
+def refused_format(format):
+    """The writer ``model.export(path, format=format)`` runs for a format of Keras' own that
+    keras_bert does not support: it raises `ExportError` naming the formats that work.
+
+    Keras' ONNX and OpenVINO exports need tf2onnx or openvino (keras_bert neither installs
+    nor tests them) and would take packed ids only, without the tokenizer; ``"torch"`` needs
+    Keras' torch backend.
+
+    >>> refused_format("onnx")(None, "/tmp/model.onnx")
+    Traceback (most recent call last):
+    ...
+    keras_bert.export.export_dirs.ExportError: format='onnx': keras_bert's task models export as format='tf_saved_model' (the default: the TF Serving SavedModel, raw strings in) or format='litert' (a .tflite with the tokenizer inside, for CPUs and phones). Keras' own 'onnx', 'openvino' and 'torch' exports are not supported: they would take packed ids without the tokenizer, and need packages keras_bert does not install or test. For ONNX Runtime's or OpenVINO's speed on a CPU, export format='litert' (quantize='int8' for int8 weights).
+    """
+    def refuse(model, filepath, verbose=False, input_signature=None, **options):
+        raise ExportError(
+            f"format={format!r}: keras_bert's task models export as format='tf_saved_model' "
+            "(the default: the TF Serving SavedModel, raw strings in) or format='litert' (a "
+            ".tflite with the tokenizer inside, for CPUs and phones). Keras' own 'onnx', "
+            "'openvino' and 'torch' exports are not supported: they would take packed ids "
+            "without the tokenizer, and need packages keras_bert does not install or test. "
+            "For ONNX Runtime's or OpenVINO's speed on a CPU, export format='litert' "
+            "(quantize='int8' for int8 weights).")
+    return refuse
+
+
 def serving_module(model, task):
     """The root object: the model's variables and the two signature functions."""
     root = modules.attach_variables(modules.Module(), model)

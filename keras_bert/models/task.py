@@ -246,10 +246,10 @@ class Task(PipelineModel):
 
         ``format="litert"``: a LiteRT ``.tflite`` with the tokenizer inside, float32 or
         int8 (``quantize="int8"``), for `BertClassifier` and `BertMultipleChoice`
-        (`keras_bert.export.export_litert`). Other formats (``"onnx"``, ``"openvino"``) are
-        Keras' own exports of the model on packed inputs. Raises
-        `keras_bert.export.ExportError` (a ``ValueError``) for an ``input_signature`` with
-        ``"tf_saved_model"`` or ``"litert"``: their signatures are fixed (text and ids).
+        (`keras_bert.export.export_litert`). These two are the formats: Keras' others
+        (``"onnx"``, ``"openvino"``, ``"torch"``) are refused. Raises
+        `keras_bert.export.ExportError` (a ``ValueError``) for those, and for an
+        ``input_signature``: the signatures are fixed (text and ids).
         A model with LoRA enabled exports a copy with the factors merged into the kernels
         (`merge_lora`): the same outputs, plain projections; the model itself keeps its
         factors.

@@ -252,6 +252,11 @@ def test_errors(encoder, tmp_path):
         export_model(encoder, str(tmp_path / "m" / "2"))
     with pytest.raises(ValueError, match="format"):  # other formats are Keras' own
         model.export(str(tmp_path / "m" / "2"), format="no-such-format")
+    for refused in ("onnx", "openvino"):  # documented by Keras; they fail there without
+        with pytest.raises(ExportError, match=(  # tf2onnx/openvino and take no text
+                f"format='{refused}': keras_bert's task models export as "
+                "format='tf_saved_model' .* or format='litert'")):
+            model.export(str(tmp_path / "m" / f"model.{refused}"), format=refused)
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["1"]
 
 
