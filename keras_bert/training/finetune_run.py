@@ -38,8 +38,9 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
         batch_size, epochs, learning_rate, warmup_ratio, optimizer: the recipe's numbers;
             the schedule ends at 0 on the last step. ``learning_rate`` None: the model's
             default (`Task.default_learning_rate`: 5e-5, or 5e-4 with LoRA enabled).
-        model_dir: where checkpoints (``checkpoints/epoch-N.weights.h5``) and TensorBoard
-            logs (``logs/``) go; None for neither.
+        model_dir: where checkpoints (``checkpoints/epoch-N.weights.h5``: the model's
+            weights after each epoch, without the optimizer's state, see `save_weights`)
+            and TensorBoard logs (``logs/``) go; None for neither.
         jit_compile: XLA for the training step.
 
     Returns the Keras ``History``; ``history.train_seconds`` is the wall time of ``fit``,
@@ -59,9 +60,8 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
     callbacks = list(callbacks or []) + [epoch_timer]
     if model_dir:
         storage.makedirs(os.path.join(model_dir, CHECKPOINTS))
-        callbacks.append(keras.callbacks.ModelCheckpoint(
-            os.path.join(model_dir, CHECKPOINTS, "epoch-{epoch}.weights.h5"),
-            save_weights_only=True))
+        callbacks.append(_EpochWeights(os.path.join(model_dir, CHECKPOINTS,
+                                                    "epoch-{epoch}.weights.h5")))
         callbacks.append(keras.callbacks.TensorBoard(os.path.join(model_dir, LOGS),
                                                      write_graph=False))
     start = time.perf_counter()
@@ -71,6 +71,32 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
     history.epoch_seconds = epoch_timer.seconds
     history.learning_rate = learning_rate
     return history
+
+
+def save_weights(model, path):
+    """Writes ``model``'s weights to ``path`` (a ``.weights.h5`` file, local or ``gs://``,
+    atomically) without the optimizer's state, which Keras' ``save_weights`` would add (twice
+    the weights with AdamW): ``model.load_weights(path)`` on a model of the same architecture
+    (``from_preset`` with the run's arguments) loads it without warnings."""
+    optimizer = model.optimizer
+    with storage.atomic_path(path) as tmp:
+        try:  # Keras saves the optimizer it finds on the model: hide it while it writes
+            model.optimizer = None
+            model.save_weights(tmp)
+        finally:
+            model.optimizer = optimizer
+    return path
+
+
+class _EpochWeights(keras.callbacks.Callback):
+    """`save_weights` after each epoch, to ``pattern`` with ``{epoch}`` (from 1)."""
+
+    def __init__(self, pattern):
+        super().__init__()
+        self.pattern = pattern
+
+    def on_epoch_end(self, epoch, logs=None):
+        save_weights(self.model, self.pattern.format(epoch=epoch + 1))
 
 
 class _EpochTimer(keras.callbacks.Callback):

@@ -2,7 +2,9 @@
 
 import json
 import os
+import warnings
 
+import h5py
 import numpy as np
 import pytest
 
@@ -30,6 +32,17 @@ def test_fine_tune_sizes_the_schedule_and_writes_checkpoints_and_logs(tmp_path):
     assert int(model.optimizer.iterations) == steps
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["epoch-1.weights.h5",
                                                             "epoch-2.weights.h5"]
+    # Weights only, as the docs say: no optimizer group (Keras' save_weights adds AdamW's
+    # state, twice the weights), and a fresh model loads the last one without a warning.
+    with h5py.File(tmp_path / "checkpoints" / "epoch-2.weights.h5", "r") as weights:
+        assert sorted(weights) == ["layers", "preprocessor", "vars"]
+    fresh = _model()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fresh.load_weights(tmp_path / "checkpoints" / "epoch-2.weights.h5")
+    assert [str(w.message) for w in caught] == []
+    np.testing.assert_allclose(fresh.predict(texts, verbose=0), model.predict(texts, verbose=0),
+                               atol=1e-6)
     assert os.listdir(tmp_path / "logs")
     assert history.train_seconds > 0 and "val_accuracy" in history.history
     assert len(history.epoch_seconds) == 2 and history.learning_rate == 1e-3
