@@ -9,7 +9,7 @@ from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
-from keras_bert.models import lora, memory, quantization
+from keras_bert.models import load_note, lora, memory, quantization
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
 from keras_bert import checks
@@ -359,15 +359,15 @@ class BertEncoder(PresetMixin, keras.Model):
 
     # ------------------------------------------------------------ config
     def get_config(self):
-        return lora.record(self, quantization.record(self, {
+        return load_note.add(lora.record(self, quantization.record(self, {
             "config": self.bert_config.to_dict(), "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            **self.preset_config()}))
+            **self.preset_config()})))
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = load_note.drop(config)
         preset_state = cls.pop_preset_config(config)
         quantized = config.pop(quantization.CONFIG_KEY, None)
         lora_state = config.pop(lora.CONFIG_KEY, None)

@@ -6,7 +6,7 @@ import keras
 
 from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.optimizers import optimization
-from keras_bert.models import lora, quantization, task_presets
+from keras_bert.models import load_note, lora, quantization, task_presets
 from keras_bert.models.pipeline_model import PipelineModel
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.presets.preset_loader import task_from_preset
@@ -293,23 +293,23 @@ class Task(PipelineModel):
     def head_config(self):
         """The head's constructor arguments (the config without encoder and preprocessor)."""
         config = self.get_config()
-        return {k: v for k, v in config.items()
-                if k not in ("encoder", "preprocessor", "name", quantization.CONFIG_KEY)}
+        return {k: v for k, v in config.items() if k not in (
+            "encoder", "preprocessor", "name", quantization.CONFIG_KEY, load_note.KEY)}
 
     # ------------------------------------------------------------------ config
     def get_config(self):
         # Not Functional's nested config: the constructor arguments of the task, and which of
-        # its layers are quantized (the encoder records its own).
-        return quantization.record(self, {
+        # its layers are quantized (the encoder records its own); first, how to load it.
+        return load_note.add(quantization.record(self, {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)
             if self.preprocessor is not None else None,
             "name": self.name,
-        })
+        }))
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = load_note.drop(config)
         quantized = config.pop(quantization.CONFIG_KEY, None)
         for key in ("encoder", "preprocessor"):
             if isinstance(config.get(key), dict):
