@@ -358,6 +358,12 @@ class BertEncoder(PresetMixin, keras.Model):
         lora.reset_functions(self)
 
     # ------------------------------------------------------------ config
+    def quantize(self, mode=None, **kwargs):
+        """Keras' ``quantize`` (``"int8"``: docs/export.md), without its warning for each layer
+        that stays float by design (`quantization.float_layers_quiet`)."""
+        with quantization.float_layers_quiet():
+            super().quantize(mode, **kwargs)
+
     def get_config(self):
         return load_note.add(lora.record(self, quantization.record(self, {
             "config": self.bert_config.to_dict(), "name": self.name,

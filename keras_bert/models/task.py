@@ -234,6 +234,15 @@ class Task(PipelineModel):
             return
         self.compile(**args)
 
+    # ------------------------------------------------------------------ quantization
+    def quantize(self, mode=None, **kwargs):
+        """Keras' ``quantize`` (``"int8"``: docs/export.md), without its warning for each layer
+        that stays float by design (`quantization.float_layers_quiet`). A compiled model gets
+        a fresh optimizer, as with LoRA: the state it kept belonged to the float weights."""
+        with quantization.float_layers_quiet():
+            super().quantize(mode, **kwargs)
+        self._lora_changed()  # the trainable weights changed: new functions and optimizer
+
     # ------------------------------------------------------------------ export
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
                **kwargs):
