@@ -39,9 +39,11 @@ class BackendError(ImportError):
 
 
 @contextlib.contextmanager
-def quiet_native_stderr():
+def quiet_native_stderr(drop=None):
     """Holds back TensorFlow's known C++ notices written to stderr inside the block (start-up,
-    oneDNN fallbacks); replays every other line when the block ends. For tools and demos."""
+    oneDNN fallbacks); replays every other line when the block ends. For tools, demos and
+    short library steps (a LiteRT conversion). ``drop``: a function that takes the other
+    lines (a list) and returns those to replay, for the notices of that step."""
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):  # stderr replaced (e.g. captured): no fd.
@@ -58,21 +60,36 @@ def quiet_native_stderr():
             os.dup2(saved, fd)
             os.close(saved)
             held.seek(0)
-            for line in held.read().decode("utf-8", "replace").splitlines():
-                if line.strip() and not _IMPORT_NOISE.search(line):
-                    print(line, file=sys.stderr)
+            lines = [line for line in held.read().decode("utf-8", "replace").splitlines()
+                     if line.strip() and not _IMPORT_NOISE.search(line)]
+            for line in drop(lines) if drop is not None else lines:
+                print(line, file=sys.stderr)
 
 
 def _load_tensorflow():
-    if "tensorflow" in sys.modules or os.environ.get("KERAS_BERT_VERBOSE_IMPORT"):
+    if os.environ.get("KERAS_BERT_VERBOSE_IMPORT"):
         return
+    imported_here = "tensorflow" not in sys.modules
+    if imported_here:
+        # TensorFlow's C++ logger reads TF_CPP_MIN_LOG_LEVEL once, at its first line, which
+        # `import tensorflow` writes: 1 leaves out its INFO lines (XLA's start-up at the first
+        # training step, the converters' and loaders' progress); warnings and errors still
+        # show. A level the user set is kept. (A program that imported TensorFlow first has
+        # its level already: only its own TF_CPP_MIN_LOG_LEVEL, set before, changes it.)
+        if not os.environ.get("TF_CPP_MIN_LOG_LEVEL"):
+            os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
     with quiet_native_stderr():
         import tensorflow as tf
 
+        # The platforms are probed once per process, and on a machine without a GPU driver
+        # that logs "failed call to cuInit" (an error line for a CPU machine's normal state):
+        # listing the physical devices probes them now, whatever imported TensorFlow first,
+        # without starting TensorFlow's context (devices can still be configured after it).
+        tf.config.list_physical_devices("GPU")
         # Creates the CPU device: its notices now. A program that must configure the devices
         # first (logical CPU devices, a multi-worker strategy's collective ops: both only
         # before TensorFlow's context starts) sets KERAS_BERT_DEFER_DEVICES=1.
-        if not os.environ.get("KERAS_BERT_DEFER_DEVICES"):
+        if imported_here and not os.environ.get("KERAS_BERT_DEFER_DEVICES"):
             tf.config.list_logical_devices("CPU")
 
 

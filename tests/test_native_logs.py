@@ -47,3 +47,69 @@ def test_normal_use_logs_no_errors():
     errors = [line for line in result.stderr.splitlines()
               if line.startswith("E0000") or "DT_INT" in line or "oneDNN supports" in line]
     assert errors == [], "\n".join(errors)
+
+
+# What a user's program sees, TF_CPP_MIN_LOG_LEVEL unset. With keras_bert imported first:
+# nothing from training (XLA's start-up), int8 quantization (Keras' warning per float layer),
+# an int8 .keras round trip (the optimizer state of the float weights) or a LiteRT export
+# (the converter's progress and custom-op notice); a real TensorFlow warning still shows.
+QUIET_USE = """
+import sys, tempfile
+import keras_bert, keras
+import tensorflow as tf
+from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
+model = keras_bert.BertClassifier(tiny_encoder(), 2,
+                                  preprocessor=keras_bert.BertPreprocessor(VOCAB, seq_length=8))
+model.fit(POSITIVE + NEGATIVE, [1] * 8 + [0] * 8, epochs=1, verbose=0)
+model.quantize("int8")
+path = tempfile.mkdtemp() + "/int8.keras"
+model.save(path)
+keras.saving.load_model(path).predict(POSITIVE[:2], verbose=0)
+keras_bert.BertClassifier(tiny_encoder(), 2, preprocessor=keras_bert.BertPreprocessor(
+    VOCAB, seq_length=8)).export(tempfile.mkdtemp() + "/model.tflite", format="litert")
+print("REAL WARNING NEXT", file=sys.stderr, flush=True)
+for _ in tf.data.Dataset.range(4).cache().take(1):  # TF warns: the cache was not filled
+    pass
+print("done")
+"""
+
+# Keras (hence TensorFlow) imported first: TensorFlow's start-up lines come before keras_bert
+# can act, but the GPU probe's "failed call to cuInit" error line no longer follows.
+KERAS_FIRST = """
+import sys
+import keras
+print("KERAS_BERT NEXT", file=sys.stderr, flush=True)
+import keras_bert
+import tensorflow as tf
+tf.constant([1.0]) + 1.0
+print("done")
+"""
+
+
+def _run_without_log_level(code):
+    import os
+    import subprocess
+    import sys
+
+    from tests.isolated import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_training_quantizing_and_exporting_log_nothing_but_real_warnings():
+    result = _run_without_log_level(QUIET_USE)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("done")
+    before, after = result.stderr.split("REAL WARNING NEXT\n")
+    assert before.splitlines() == [], before
+    assert "did not fully read the dataset being cached" in after, after
+
+
+def test_keras_imported_first_then_keras_bert_gives_no_cuinit_error():
+    result = _run_without_log_level(KERAS_FIRST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    startup, after = result.stderr.split("KERAS_BERT NEXT\n")
+    assert "cudart_stub.cc" in startup  # the case: TensorFlow started, unquieted, first
+    assert after.splitlines() == [], after

@@ -10,9 +10,11 @@ Tasks: classification and regression (a text or a text pair and a label; --num_c
 --task=regression for scores such as STS-B), tagging (words and one tag per word), and
 multiple_choice (a context and a JSON list of choices). Data: --tfds_name (GLUE sets, IMDB,
 Yelp: columns and splits known) or --train_file/--eval_file/--test_file as TSV, CSV or JSON
-Lines with a header. --model_dir receives checkpoints, TensorBoard logs, metrics.json,
-test_predictions.jsonl and model.keras (which keras.saving.load_model opens after
-`import keras_bert`, taking raw strings). --lora_rank=8 trains LoRA factors and the head
+Lines with a header; string labels become class ids in sorted order, and their names the
+model's label_names (in model.keras, metrics.json, test_predictions.jsonl and the export).
+--model_dir receives checkpoints, TensorBoard logs, metrics.json, test_predictions.jsonl and
+model.keras (which keras.saving.load_model opens after `import keras_bert`, taking raw
+strings). --lora_rank=8 trains LoRA factors and the head
 only (at a default learning rate of 5e-4) and also writes model.lora.h5, what trained.
 """
 

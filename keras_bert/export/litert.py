@@ -9,7 +9,7 @@ int32 [batch, seq]), for clients that tokenize themselves.
 
 * `BertClassifier`: ``text`` [batch] (``pairs=True``: ``text_a``, ``text_b``) ->
   ``logits``, ``probabilities`` float32 [batch, num_classes], ``label_ids`` int32 [batch],
-  ``labels`` string [batch] with ``label_names``; regression: ``score`` float32 [batch].
+  ``labels`` string [batch] with label names; regression: ``score`` float32 [batch].
 * `BertMultipleChoice`: ``context`` [batch], ``choices`` [batch, num_choices] ->
   ``logits``, ``probabilities`` [batch, num_choices], ``label_ids`` [batch];
   ``serving_ids`` takes [batch, num_choices, seq].
@@ -36,11 +36,12 @@ fly by the kernels (XNNPACK's), float32 in and out.
 """
 
 import os
+import re
 import tempfile
 
 import tensorflow as tf
 
-from keras_bert import checks, storage
+from keras_bert import backend, checks, storage
 from keras_bert.export import litert_model, litert_text, modules, task_adapters
 from keras_bert.export.hub_encoder import vocabulary_of
 from keras_bert.export.export_dirs import ExportError
@@ -69,7 +70,8 @@ def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
             ``<base>/<name>/<version>/model.tflite``.
         quantize: None (float32) or ``"int8"`` (dynamic-range quantization).
         pairs: ``serving_default`` takes ``text_a``, ``text_b`` (classifier, encoder).
-        label_names: class names (classifier): adds a ``labels`` output.
+        label_names: class names (classifier): adds a ``labels`` output. Default: the
+            model's ``label_names``.
         encoder_only: export a task model's encoder, with its preprocessor's tokenizer.
         seq_length: the longest packed sequence (encoder; default: the task model's
             preprocessor's, else 128).
@@ -273,7 +275,8 @@ def convert(root, signatures, quantize=None):
         if quantize == "int8":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         try:
-            data = converter.convert()
+            with backend.quiet_native_stderr(drop=converter_notices):
+                data = converter.convert()
         except Exception as error:  # the converter's errors have no common class
             raise ExportError(f"The LiteRT converter failed: {_first_lines(error)}") from None
     others = set(litert_model.custom_ops(data)) - set(litert_model.REGISTRARS)
@@ -281,6 +284,49 @@ def convert(root, signatures, quantize=None):
         raise ExportError(f"The LiteRT model needs ops without LiteRT kernels: "
                           f"{sorted(others)}.")
     return data
+
+
+# What the converter writes to stderr on every export that succeeds: options the SavedModel
+# route ignores, its SavedModel loader's progress (INFO), and the notice that the model needs
+# custom ops, which the tokenizer's are by design (`litert_model.REGISTRARS`).
+_CONVERTER_NOTICE = re.compile(
+    r"^W\d{4} [\d:.]+\s+\d+ tf_tfl_flatbuffer_helpers\.cc:\d+\] Ignored "
+    r"(output_format|drop_control_dependency)\.$"
+    r"|^I\d{4} [\d:.]+\s+\d+ (reader|loader|mlir_graph_optimization_pass)\.cc:\d+\] ")
+_CUSTOM_OPS_NOTICE = re.compile(r"^W\d{4} [\d:.]+\s+\d+ flatbuffer_export\.cc:\d+\] The "
+                                r"following operation\(s\) need TFLite custom op")
+
+
+def converter_notices(lines):
+    """The converter's stderr ``lines`` less its notices of a successful export (a custom-op
+    notice only when it names the tokenizer's ops alone); every other line is kept.
+
+    >>> converter_notices([
+    ...     "W0000 00:00:1.2  9 tf_tfl_flatbuffer_helpers.cc:364] Ignored output_format.",
+    ...     "W0000 00:00:1.2  9 flatbuffer_export.cc:4248] The following operation(s) need "
+    ...     "TFLite custom op implementation(s):",
+    ...     "Custom ops: FastBertNormalize, FastWordpieceTokenizeWithOffsets", "Details:",
+    ...     "\ttf.FastBertNormalize(tensor<?x!tf_type.string>) -> (...)",
+    ...     "See instructions: https://www.tensorflow.org/lite/guide/ops_custom",
+    ...     "E0000 00:00:1.3  9 something.cc:1] a real error"])
+    ['E0000 00:00:1.3  9 something.cc:1] a real error']
+    """
+    kept, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        if _CUSTOM_OPS_NOTICE.search(line):
+            end = next((j for j in range(i + 1, len(lines))
+                        if lines[j].startswith("See instructions:")), None)
+            ops = next((lines[j] for j in range(i + 1, end or i + 1)
+                        if lines[j].startswith("Custom ops: ")), "")
+            named = {op.strip() for op in ops[len("Custom ops: "):].split(",") if op.strip()}
+            if end is not None and named and named <= set(litert_model.REGISTRARS):
+                i = end + 1
+                continue
+        if not _CONVERTER_NOTICE.search(line):
+            kept.append(line)
+        i += 1
+    return kept
 
 
 def _first_lines(error, count=3):

@@ -70,6 +70,8 @@ class TaskServing:
         if self.pairs and not self.takes_pairs:
             raise ExportError(f"pairs=True: {type(model).__name__} takes no sentence pairs "
                               f"in its serving signature ({self.describe_inputs()}).")
+        if label_names is None:  # the model's own class names (`LabelNames`), if any
+            label_names = getattr(model, "label_names", None)
         self.label_names = None
         if label_names is not None:
             self.label_names = self.check_label_names(list(label_names))

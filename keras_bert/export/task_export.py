@@ -14,14 +14,15 @@ Per task (``serving_default`` inputs -> outputs; "text only" outputs are not in
 
 * `BertClassifier`: ``text`` [batch], or with ``pairs=True`` ``text_a``, ``text_b``
   [batch] -> ``logits``, ``probabilities`` float32 [batch, num_classes], ``label_ids``
-  int32 [batch] (the argmax), and ``labels`` string [batch] when exported with
-  ``label_names``. Regression (``num_classes=1``): ``score`` float32 [batch].
+  int32 [batch] (the argmax), and ``labels`` string [batch] when the model has
+  ``label_names`` or is exported with them. Regression (``num_classes=1``): ``score``
+  float32 [batch].
 * `BertTokenClassifier`: ``text`` [batch] (words separated by whitespace, as ``predict``
   splits them) -> per token ``logits``, ``probabilities`` float32 [batch, seq, num_classes]
   and ``label_ids`` int32 [batch, seq]; text only, per word: ``words`` string [batch, words]
   ("" padding), ``word_label_ids`` int32 [batch, words] (the label of each word's first
   piece; -1 for padding and words cut off by ``seq_length``), and ``word_labels`` string
-  with ``label_names`` ("" for -1).
+  with label names ("" for -1).
 * `BertSpanLabeler`: ``question``, ``context`` [batch] -> ``start_logits``, ``end_logits``
   float32 [batch, seq]; ``start_index``, ``end_index`` int32 [batch], the best span in the
   context of at most ``max_answer_length`` tokens (0, 0: none); text only: ``answer``
@@ -71,7 +72,7 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
         pairs: `BertClassifier`, `BertMaskedLM`, `BertPretrainer`: ``serving_default``
             takes sentence pairs ``text_a``, ``text_b`` instead of ``text``.
         label_names: class names (`BertClassifier`, `BertTokenClassifier`): adds
-            ``labels`` (``word_labels``) outputs.
+            ``labels`` (``word_labels``) outputs. Default: the model's ``label_names``.
         top_k: predictions per mask (`BertMaskedLM`, `BertPretrainer`).
         max_answer_length: longest answer span in tokens (`BertSpanLabeler`).
         verbose: print where the export went and its signatures.
@@ -128,6 +129,39 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
               f"serving_default({task.describe_inputs()}), "
               f"serving_ids({', '.join(task.ids_specs())}).")
     return path
+
+
+# Formats of Keras' own `Model.export` that keras_bert's task models refuse (`refused_format`).
+REFUSED_FORMATS = ("onnx", "openvino", "torch")
+
+
+def refused_format(format):
+    """The writer ``model.export(path, format=format)`` runs for a format of Keras' own that
+    keras_bert does not support: it raises `ExportError` naming the formats that work.
+
+    Keras' ONNX and OpenVINO exports need tf2onnx or openvino (keras_bert neither installs
+    nor tests them) and would take packed ids only, without the tokenizer; ``"torch"`` needs
+    Keras' torch backend.
+
+    >>> refused_format("onnx")(None, "/tmp/model.onnx")
+    Traceback (most recent call last):
+    ...
+    keras_bert.export.export_dirs.ExportError: format='onnx': keras_bert's task models export as format='tf_saved_model' (the default: the TF Serving SavedModel, raw strings in) or format='litert' (a .tflite with the tokenizer inside, for CPUs and phones). Keras' own 'onnx', 'openvino' and 'torch' exports are not supported: they would take packed ids without the tokenizer, and need packages keras_bert does not install or test. For ONNX Runtime's or OpenVINO's speed on a CPU, export format='litert' (quantize='int8' for int8 weights).
+    """
+    def refuse(model, filepath, verbose=False, input_signature=None, **options):
+        raise ExportError(
+            f"format={format!r}: keras_bert's task models export as format='tf_saved_model' "
+            "(the default: the TF Serving SavedModel, raw strings in) or format='litert' (a "
+            ".tflite with the tokenizer inside, for CPUs and phones). Keras' own 'onnx', "
+            "'openvino' and 'torch' exports are not supported: they would take packed ids "
+            "without the tokenizer, and need packages keras_bert does not install or test. "
+            "For ONNX Runtime's or OpenVINO's speed on a CPU, export format='litert' "
+            "(quantize='int8' for int8 weights).")
+    return refuse
+
+
+for _format in REFUSED_FORMATS:  # Keras' other formats: an ExportError naming the two
+    export_formats.register(_format)(refused_format(_format))
 
 
 def serving_module(model, task):

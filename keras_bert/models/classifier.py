@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from keras_bert.models.label_names import LabelNames
 from keras_bert.models.task import Task
 from keras_bert import checks
 from keras_bert.checks import TaskInputError
@@ -10,7 +11,7 @@ from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, h
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertClassifier(Task):
+class BertClassifier(LabelNames, Task):
     """BERT for sentence and sentence-pair classification, and for regression.
 
     The original ``run_classifier.py`` head: ``pooled_output`` -> dropout -> dense, giving
@@ -24,6 +25,9 @@ class BertClassifier(Task):
             (inputs are packed dicts). `from_preset` attaches the preset's.
         dropout: dropout before the dense layer (default: the encoder's hidden dropout).
         activation: applied to the logits (default none: losses take logits).
+        label_names: the name of each class, in class-id order (`LabelNames`), or None.
+            Kept in the config (``.keras``, ``save_to_preset``); the serving export names
+            its labels with them. ``predict`` returns logits either way.
         compile: compile with the BERT recipe and the default loss and metrics.
 
     Example:
@@ -46,8 +50,9 @@ class BertClassifier(Task):
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, activation=None,
-                 **kwargs):
+                 label_names=None, **kwargs):
         self.num_classes = checks.count("num_classes", num_classes)
+        self.label_names = label_names
         if dropout is None:
             dropout = encoder.bert_config.hidden_dropout_prob
         self.dropout = checks.rate("dropout", dropout)
@@ -109,5 +114,6 @@ class BertClassifier(Task):
             "num_classes": self.num_classes,
             "dropout": self.dropout,
             "activation": keras.activations.serialize(self.activation),
+            "label_names": self.label_names,
         })
         return config

@@ -9,7 +9,7 @@ from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_block import TransformerBlock
-from keras_bert.models import lora, memory, quantization
+from keras_bert.models import load_note, lora, memory, quantization
 from keras_bert.models import weights as weights_lib
 from keras_bert.models.preset_mixin import PresetMixin
 from keras_bert import checks
@@ -358,16 +358,22 @@ class BertEncoder(PresetMixin, keras.Model):
         lora.reset_functions(self)
 
     # ------------------------------------------------------------ config
+    def quantize(self, mode=None, **kwargs):
+        """Keras' ``quantize`` (``"int8"``: docs/export.md), without its warning for each layer
+        that stays float by design (`quantization.float_layers_quiet`)."""
+        with quantization.float_layers_quiet():
+            super().quantize(mode, **kwargs)
+
     def get_config(self):
-        return lora.record(self, quantization.record(self, {
+        return load_note.add(lora.record(self, quantization.record(self, {
             "config": self.bert_config.to_dict(), "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            **self.preset_config()}))
+            **self.preset_config()})))
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = load_note.drop(config)
         preset_state = cls.pop_preset_config(config)
         quantized = config.pop(quantization.CONFIG_KEY, None)
         lora_state = config.pop(lora.CONFIG_KEY, None)

@@ -1,7 +1,9 @@
 """The export formats keras_bert writes itself, and the one registry of their writers.
 
 ``model.export(path, format=...)`` (`Task.export`) writes each format of `FORMATS` with
-keras_bert's writer, and any other format with Keras' own export. The writers live in
+keras_bert's writer: ``tf_saved_model`` and ``litert``; Keras' own ``onnx``, ``openvino`` and
+``torch`` have writers that refuse them with an `ExportError` naming those two. Any other
+format goes on to Keras' own export, which refuses it. The writers live in
 `keras_bert.export` (row 6 of the house), which the models (row 4) never import: each writer
 registers itself where it is defined (``@export_formats.register("litert")``), and
 `Task.export` looks it up here. `import keras_bert` imports every writer. This is the one
@@ -10,10 +12,10 @@ in `keras_bert.export.task_adapters`, by the model's class.
 
 >>> from keras_bert.models import export_formats
 >>> sorted(export_formats.FORMATS)
-['litert', 'tf_saved_model']
+['litert', 'onnx', 'openvino', 'tf_saved_model', 'torch']
 >>> export_formats.writer("litert").__name__  # registered by keras_bert.export.litert
 'export_litert'
->>> export_formats.writer("onnx") is None  # Keras' own
+>>> export_formats.writer("h5") is None  # not an export format: Keras' export refuses it
 True
 """
 
@@ -22,6 +24,10 @@ True
 FORMATS = {
     "tf_saved_model": "keras_bert.export.task_export",  # model.export's default
     "litert": "keras_bert.export.litert",
+    # Keras' own formats that a task model refuses (an ExportError naming the two above):
+    "onnx": "keras_bert.export.task_export",
+    "openvino": "keras_bert.export.task_export",
+    "torch": "keras_bert.export.task_export",
 }
 
 _WRITERS = {}

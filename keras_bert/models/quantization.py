@@ -25,6 +25,9 @@ The encoder's projections, the pooler and the masked-LM transform are
 'int8'
 """
 
+import contextlib
+import warnings
+
 CONFIG_KEY = "quantization"
 
 
@@ -55,3 +58,15 @@ def quantize_again(model, modes):
         if layers[path].quantization_mode is None:
             layers[path].quantize(mode)
     return model
+
+
+@contextlib.contextmanager
+def float_layers_quiet():
+    """Keras' ``Model.quantize`` warns once for each layer without a ``quantize`` method
+    ("Layer InputLayer does not have a `quantize` method implemented"): in a keras_bert model
+    those are the layers that stay float by design (inputs, dropout, LayerNorm, the
+    preprocessor's). Inside the block those warnings, and no other, are left out."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message=r"Layer \w+ does not have a `quantize` method")
+        yield

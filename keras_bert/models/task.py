@@ -6,7 +6,7 @@ import keras
 
 from keras_bert.checks import check_kwargs, keyword_parameters
 from keras_bert.optimizers import optimization
-from keras_bert.models import export_formats, lora, quantization
+from keras_bert.models import export_formats, load_note, lora, quantization
 from keras_bert.models.pipeline_model import PipelineModel
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.presets.preset_loader import task_from_preset
@@ -220,6 +220,15 @@ class Task(PipelineModel):
             return
         self.compile(**args)
 
+    # ------------------------------------------------------------------ quantization
+    def quantize(self, mode=None, **kwargs):
+        """Keras' ``quantize`` (``"int8"``: docs/export.md), without its warning for each layer
+        that stays float by design (`quantization.float_layers_quiet`). A compiled model gets
+        a fresh optimizer, as with LoRA: the state it kept belonged to the float weights."""
+        with quantization.float_layers_quiet():
+            super().quantize(mode, **kwargs)
+        self._lora_changed()  # the trainable weights changed: new functions and optimizer
+
     # ------------------------------------------------------------------ export
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
                **kwargs):
@@ -232,10 +241,10 @@ class Task(PipelineModel):
 
         ``format="litert"``: a LiteRT ``.tflite`` with the tokenizer inside, float32 or
         int8 (``quantize="int8"``), for `BertClassifier` and `BertMultipleChoice`
-        (`keras_bert.export.export_litert`). Other formats (``"onnx"``, ``"openvino"``) are
-        Keras' own exports of the model on packed inputs. Raises
-        `keras_bert.export.ExportError` (a ``ValueError``) for an ``input_signature`` with
-        ``"tf_saved_model"`` or ``"litert"``: their signatures are fixed (text and ids).
+        (`keras_bert.export.export_litert`). These two are the formats: Keras' others
+        (``"onnx"``, ``"openvino"``, ``"torch"``) are refused. Raises
+        `keras_bert.export.ExportError` (a ``ValueError``) for those, and for an
+        ``input_signature``: the signatures are fixed (text and ids).
         A model with LoRA enabled exports a copy with the factors merged into the kernels
         (`keras_bert.models.lora.for_export`): the same outputs, plain projections; the
         model itself keeps its factors.
@@ -278,23 +287,23 @@ class Task(PipelineModel):
     def head_config(self):
         """The head's constructor arguments (the config without encoder and preprocessor)."""
         config = self.get_config()
-        return {k: v for k, v in config.items()
-                if k not in ("encoder", "preprocessor", "name", quantization.CONFIG_KEY)}
+        return {k: v for k, v in config.items() if k not in (
+            "encoder", "preprocessor", "name", quantization.CONFIG_KEY, load_note.KEY)}
 
     # ------------------------------------------------------------------ config
     def get_config(self):
         # Not Functional's nested config: the constructor arguments of the task, and which of
-        # its layers are quantized (the encoder records its own).
-        return quantization.record(self, {
+        # its layers are quantized (the encoder records its own); first, how to load it.
+        return load_note.add(quantization.record(self, {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)
             if self.preprocessor is not None else None,
             "name": self.name,
-        })
+        }))
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = load_note.drop(config)
         quantized = config.pop(quantization.CONFIG_KEY, None)
         for key in ("encoder", "preprocessor"):
             if isinstance(config.get(key), dict):

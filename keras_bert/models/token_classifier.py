@@ -8,12 +8,13 @@ from keras_bert.models import task_data
 from keras_bert import checks
 from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, head_dtype
 from keras_bert.models.masked_lm import mlm_loss
+from keras_bert.models.label_names import LabelNames
 from keras_bert.models.task import Task
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifier(Task):
+class BertTokenClassifier(LabelNames, Task):
     """BERT for tagging: ``sequence_output`` -> dropout -> dense, logits
     ``[batch, seq, num_classes]``.
 
@@ -28,6 +29,8 @@ class BertTokenClassifier(Task):
         num_classes: number of tags.
         preprocessor: a `BertTokenClassifierPreprocessor`, or None for packed inputs.
         dropout: dropout before the dense layer (default: the encoder's hidden dropout).
+        label_names: the name of each tag, in class-id order (`LabelNames`), or None. Kept in
+            the config; the serving export names its labels with them.
 
     Example:
 
@@ -47,8 +50,10 @@ class BertTokenClassifier(Task):
 
     preprocessor_cls = BertTokenClassifierPreprocessor
 
-    def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, **kwargs):
+    def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, label_names=None,
+                 **kwargs):
         self.num_classes = checks.count("num_classes", num_classes)
+        self.label_names = label_names
         if dropout is None:
             dropout = encoder.bert_config.hidden_dropout_prob
         self.dropout = checks.rate("dropout", dropout)
@@ -112,5 +117,6 @@ class BertTokenClassifier(Task):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"num_classes": self.num_classes, "dropout": self.dropout})
+        config.update({"num_classes": self.num_classes, "dropout": self.dropout,
+                       "label_names": self.label_names})
         return config

@@ -116,8 +116,17 @@ class _NoDecayMixin:
     def load_own_variables(self, store):
         # A model saved without its optimizer state (Task.save(include_optimizer=False))
         # has none to load: the optimizer starts afresh, which is no cause for Keras' warning
-        # that the variable counts differ.
+        # that the variable counts differ. Nor is one saved before its optimizer was built
+        # (compiled, not trained yet; quantized: Task.quantize gives a fresh optimizer): it
+        # holds the variables an optimizer has before it is built (the step, a constant
+        # learning rate), and those are loaded.
         if not len(store.keys()):
+            return
+        unbuilt = [self.iterations] + (
+            [self._learning_rate] if isinstance(self._learning_rate, keras.Variable) else [])
+        if len(store.keys()) == len(unbuilt) < len(self.variables):
+            for i, variable in enumerate(unbuilt):
+                variable.assign(store[str(i)])
             return
         super().load_own_variables(store)
 

@@ -7,6 +7,7 @@ Matthews correlation for classification, Pearson and Spearman for regression. Ev
 output goes through `keras_bert.storage`, so ``model_dir`` may be local or ``gs://...``.
 """
 
+import dataclasses
 import json
 import os
 import time
@@ -37,8 +38,9 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
         batch_size, epochs, learning_rate, warmup_ratio, optimizer: the recipe's numbers;
             the schedule ends at 0 on the last step. ``learning_rate`` None: the model's
             default (`Task.default_learning_rate`: 5e-5, or 5e-4 with LoRA enabled).
-        model_dir: where checkpoints (``checkpoints/epoch-N.weights.h5``) and TensorBoard
-            logs (``logs/``) go; None for neither.
+        model_dir: where checkpoints (``checkpoints/epoch-N.weights.h5``: the model's
+            weights after each epoch, without the optimizer's state, see `save_weights`)
+            and TensorBoard logs (``logs/``) go; None for neither.
         jit_compile: XLA for the training step.
 
     Returns the Keras ``History``; ``history.train_seconds`` is the wall time of ``fit``,
@@ -58,9 +60,8 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
     callbacks = list(callbacks or []) + [epoch_timer]
     if model_dir:
         storage.makedirs(os.path.join(model_dir, CHECKPOINTS))
-        callbacks.append(keras.callbacks.ModelCheckpoint(
-            os.path.join(model_dir, CHECKPOINTS, "epoch-{epoch}.weights.h5"),
-            save_weights_only=True))
+        callbacks.append(_EpochWeights(os.path.join(model_dir, CHECKPOINTS,
+                                                    "epoch-{epoch}.weights.h5")))
         callbacks.append(keras.callbacks.TensorBoard(os.path.join(model_dir, LOGS),
                                                      write_graph=False))
     start = time.perf_counter()
@@ -70,6 +71,32 @@ def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learni
     history.epoch_seconds = epoch_timer.seconds
     history.learning_rate = learning_rate
     return history
+
+
+def save_weights(model, path):
+    """Writes ``model``'s weights to ``path`` (a ``.weights.h5`` file, local or ``gs://``,
+    atomically) without the optimizer's state, which Keras' ``save_weights`` would add (twice
+    the weights with AdamW): ``model.load_weights(path)`` on a model of the same architecture
+    (``from_preset`` with the run's arguments) loads it without warnings."""
+    optimizer = model.optimizer
+    with storage.atomic_path(path) as tmp:
+        try:  # Keras saves the optimizer it finds on the model: hide it while it writes
+            model.optimizer = None
+            model.save_weights(tmp)
+        finally:
+            model.optimizer = optimizer
+    return path
+
+
+class _EpochWeights(keras.callbacks.Callback):
+    """`save_weights` after each epoch, to ``pattern`` with ``{epoch}`` (from 1)."""
+
+    def __init__(self, pattern):
+        super().__init__()
+        self.pattern = pattern
+
+    def on_epoch_end(self, epoch, logs=None):
+        save_weights(self.model, self.pattern.format(epoch=epoch + 1))
 
 
 class _EpochTimer(keras.callbacks.Callback):
@@ -201,7 +228,10 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio
     ``model.keras`` (with the optimizer's state only if ``save_optimizer_state``: see
     `save_model`), ``metrics.json``, ``test_predictions.jsonl`` (with a test split),
     checkpoints and TensorBoard logs; with ``export_dir``, a SavedModel there. Returns the
-    metrics."""
+    metrics. String labels name the model's classes (`name_classes`): ``model.label_names``,
+    hence ``model.keras`` and the export, ``metrics.json``'s ``label_names`` and the
+    predictions carry them."""
+    splits = name_classes(model, splits)
     train = splits["train"]
     check_seq_length(model, train)
     validation = splits.get("validation")
@@ -214,6 +244,8 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio
                         verbose=verbose)
     metrics = run_metrics(model, history, train_examples=len(train), batch_size=batch_size,
                           learning_rate=history.learning_rate)
+    if getattr(model, "label_names", None):
+        metrics["label_names"] = model.label_names
     for name in ("validation", "test"):
         examples = splits.get(name)
         if examples is not None and examples.labels is not None:
@@ -242,26 +274,61 @@ def _count(variables):
     return int(sum(np.prod(v.shape) for v in variables))
 
 
+def name_classes(model, splits):
+    """The splits with the class ids of ``model``, whose ``label_names`` the training data's
+    string labels now name (``{split: Examples}`` in and out; ``model`` changed in place).
+
+    `keras_bert.data.files` maps string labels to ids in the order of the training split's
+    names (sorted, unless given). A model without names (and one class per name) takes those
+    names. A model with names (a ``.keras`` file or preset saved with them) keeps its ids:
+    each split's labels are mapped to them by name, and a label the model has no class for
+    is a ValueError. Integer labels, regression and multiple choice are left as they are.
+    """
+    names = splits["train"].label_names
+    if not names or not isinstance(model, (BertClassifier, BertTokenClassifier)) or (
+            model.num_classes == 1):
+        return splits
+    if model.label_names is None:
+        if len(names) == model.num_classes:
+            model.label_names = [str(name) for name in names]
+        return splits
+    ids = {name: i for i, name in enumerate(model.label_names)}
+    out = {}
+    for split, examples in splits.items():
+        data_names = [str(name) for name in examples.label_names or ()]
+        unknown = [name for name in data_names if name not in ids]
+        if unknown:
+            raise ValueError(f"The {split} data's labels {unknown!r:.200} are not classes of "
+                             f"the model, whose label_names are {model.label_names!r:.300}.")
+        to_model = [ids[name] for name in data_names]
+        labels = examples.labels
+        if data_names and labels is not None:
+            labels = [[to_model[t] for t in row] if isinstance(row, list) else to_model[row]
+                      for row in labels]
+        out[split] = dataclasses.replace(examples, labels=labels, label_names=(
+            model.label_names if data_names else examples.label_names))
+    return out
+
+
 def export_options(model, examples):
     """What the serving export should know of the training data: sentence pairs (a
-    classifier trained on pairs serves ``text_a``, ``text_b``) and the class names."""
+    classifier trained on pairs serves ``text_a``, ``text_b``). The class names travel on
+    the model (``label_names``), which the export names its labels with."""
     options = {}
     if isinstance(model, BertClassifier) and examples.texts_b is not None:
         options["pairs"] = True
-    names = examples.label_names
-    if (isinstance(model, (BertClassifier, BertTokenClassifier)) and names
-            and len(names) == model.num_classes > 1):
-        options["label_names"] = [str(n) for n in names]
     return options
 
 
 def write_predictions(model, examples, path, batch_size=64):
-    """One JSON line per example: the predicted class (name, when the data had names) and the
-    scores (a regression value, per-class probabilities, or tags per word)."""
+    """One JSON line per example: the predicted class (its name, when the model has
+    ``label_names``) and the scores (a regression value, per-class probabilities, or tags
+    per word)."""
     rows = []
+    names = getattr(model, "label_names", None)
     if hasattr(model, "predict_words"):
         for words, tags in zip(examples.x, model.predict_words(examples.x, batch_size=batch_size)):
-            rows.append({"words": list(words), "tags": _names(tags, examples.label_names)})
+            rows.append({"words": list(words), "tags": _names(tags, names)})
     else:
         outputs = np.asarray(model.predict(examples.x, batch_size=batch_size, verbose=0))
         for row in outputs:
@@ -271,7 +338,7 @@ def write_predictions(model, examples, path, batch_size=64):
             probabilities = np.exp(row - row.max())
             probabilities /= probabilities.sum()
             label = int(np.argmax(row))
-            rows.append({"prediction": _names([label], examples.label_names)[0],
+            rows.append({"prediction": _names([label], names)[0],
                          "probabilities": [round(float(p), 6) for p in probabilities]})
     return storage.write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
 

@@ -98,6 +98,24 @@ def test_token_classifier_labels_words(encoder, tmp_path):
     np.testing.assert_allclose(ids(**packed)["logits"], want, atol=1e-5)
 
 
+def test_the_model_s_label_names_label_the_export_unless_overridden(encoder, tmp_path):
+    tags = ["O", "LOC", "PER"]
+    model = keras_bert.BertTokenClassifier(
+        encoder, 3, label_names=tags,
+        preprocessor=keras_bert.BertTokenClassifierPreprocessor(VOCAB, 8))
+    serve, _ = _export(model, tmp_path)  # no label_names option: the model's
+    out = serve(text=tf.constant(["paris is red", "london"]))
+    assert out["word_labels"].numpy().tolist() == [
+        [tags[i].encode() if i >= 0 else b"" for i in row]
+        for row in out["word_label_ids"].numpy().tolist()]
+    classifier = keras_bert.BertClassifier(
+        encoder, 2, label_names=["neg", "pos"], preprocessor=keras_bert.BertPreprocessor(VOCAB, 8))
+    serve, _ = _export(classifier, tmp_path, "renamed", label_names=["bad", "good"])
+    out = serve(text=tf.constant(TEXTS))
+    assert [s.decode() for s in out["labels"].numpy()] == [
+        ["bad", "good"][i] for i in out["label_ids"].numpy()]
+
+
 def _best_span(start, end, in_context, longest):
     best, span = -np.inf, (0, 0)
     for i in np.flatnonzero(in_context):
@@ -235,6 +253,11 @@ def test_errors(encoder, tmp_path):
         export_model(encoder, str(tmp_path / "m" / "2"))
     with pytest.raises(ValueError, match="format"):  # other formats are Keras' own
         model.export(str(tmp_path / "m" / "2"), format="no-such-format")
+    for refused in ("onnx", "openvino"):  # documented by Keras; they fail there without
+        with pytest.raises(ExportError, match=(  # tf2onnx/openvino and take no text
+                f"format='{refused}': keras_bert's task models export as "
+                "format='tf_saved_model' .* or format='litert'")):
+            model.export(str(tmp_path / "m" / f"model.{refused}"), format=refused)
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["1"]
 
 

@@ -1,5 +1,5 @@
 """The one registry between Task.export and the writers of keras_bert.export: each writer
-registered where it is defined, Keras' own formats left to Keras, a missing writer a clear
+registered where it is defined, Keras' own formats refused, a missing writer a clear
 error naming what to import."""
 
 import pytest
@@ -15,12 +15,13 @@ def test_each_format_finds_the_writer_its_module_registered():
     assert export_formats.writer("litert") is export_litert
     assert {f: export_formats.writer(f).__module__ for f in export_formats.FORMATS} == (
         export_formats.FORMATS)
-    assert export_formats.writer("onnx") is None  # Keras' own export
+    assert export_formats.writer("onnx").__name__ == "refuse"  # Keras' own: refused
+    assert export_formats.writer("h5") is None  # not an export format: left to Keras
 
 
 def test_register_refuses_an_unknown_format_and_a_writer_from_another_module():
     with pytest.raises(ValueError, match=r"'tflite' is not one of keras_bert's export formats "
-                                         r"\(tf_saved_model, litert\): add it to FORMATS"):
+                                         r"\(tf_saved_model, litert, onnx, openvino, torch\): add it to FORMATS"):
         export_formats.register("tflite")
 
     def writer(model, filepath, **options):

@@ -35,6 +35,31 @@ def test_an_int8_encoder_saves_and_loads_back(tmp_path):
     np.testing.assert_allclose(loaded(x)["pooled_output"].numpy(), want, atol=1e-6)
 
 
+def test_quantizing_a_trained_task_model_is_silent_and_gives_it_a_fresh_optimizer(tmp_path):
+    """Keras warns once per layer without a quantize method (inputs, dropout, LayerNorm, the
+    preprocessor's), and the optimizer kept the state of the float weights, which made the
+    int8 .keras file warn on loading ("Skipping variable loading for optimizer")."""
+    import warnings
+
+    from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB
+
+    model = keras_bert.BertClassifier(tiny_encoder(), 2,
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 8))
+    model.fit(POSITIVE + NEGATIVE, [1] * 8 + [0] * 8, epochs=1, verbose=0)
+    assert int(model.optimizer.iterations) == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.quantize("int8")
+        model.save(tmp_path / "int8.keras")
+        loaded = keras.saving.load_model(tmp_path / "int8.keras")
+    # (numpy's DeprecationWarning about __array__ is Keras' and TensorFlow's, not ours)
+    assert [str(w.message) for w in caught if w.category is not DeprecationWarning] == []
+    assert int(model.optimizer.iterations) == 0 and not model.optimizer.built
+    assert quantization.quantized_layers(loaded) == quantization.quantized_layers(model)
+    np.testing.assert_allclose(loaded.predict(POSITIVE, verbose=0),
+                               model.predict(POSITIVE, verbose=0), atol=1e-6)
+
+
 def test_a_config_that_names_a_missing_layer_is_an_error():
     encoder = tiny_encoder()
     with pytest.raises(ValueError, match="does not have: transformer_block_9/query"):

@@ -152,3 +152,25 @@ def test_compiled_model_round_trips_optimizer(tmp_path, kind):
     assert isinstance(schedule, LinearWarmupDecay)
     assert (schedule.num_train_steps, schedule.num_warmup_steps) == (100, 10)
     assert int(optimizer.iterations) == 1
+
+
+@pytest.mark.parametrize("learning_rate", [1e-3, LinearWarmupDecay(1e-3, num_train_steps=10)])
+def test_a_model_saved_before_its_optimizer_was_built_loads_silently(tmp_path, learning_rate):
+    """A compiled, untrained model saves the optimizer's step (and a constant learning rate)
+    only; the loaded model's optimizer is built, and Keras warned that the counts differ."""
+    import warnings
+
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    model.compile(AdamW(learning_rate=learning_rate), "mse")
+    model.save(tmp_path / "untrained.keras")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = keras.saving.load_model(tmp_path / "untrained.keras")
+        loaded.optimizer.build(loaded.trainable_variables)
+        loaded.optimizer.load_own_variables(
+            {str(i): v.numpy() for i, v in enumerate(model.optimizer.variables)})
+    assert [str(w.message) for w in caught if w.category is not DeprecationWarning] == []
+    assert int(loaded.optimizer.iterations) == 0 and len(loaded.optimizer.variables) > 2
+    with pytest.warns(UserWarning, match="Skipping variable loading"):  # other counts still warn
+        loaded.optimizer.load_own_variables({"0": np.int64(0), "1": np.zeros(3), "2": 0.0})

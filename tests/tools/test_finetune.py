@@ -64,6 +64,7 @@ def test_classification_from_files_writes_every_output(preset, tmp_path):
     assert (metrics["epochs"], metrics["train_steps"], metrics["last_epoch"]["epoch"]) == (1, 1, 1)
     assert "train_loss" not in metrics and metrics["last_epoch"]["train_loss"] > 0
     assert "  last_epoch.train_loss: " in result.stdout
+    assert metrics["label_names"] == ["neg", "pos"]  # how the string labels became ids
     predictions = [json.loads(line) for line in
                    (model_dir / "test_predictions.jsonl").read_text().splitlines()]
     assert len(predictions) == 2 and predictions[0]["prediction"] in ("neg", "pos")
@@ -76,6 +77,7 @@ def test_classification_from_files_writes_every_output(preset, tmp_path):
         loaded = keras.saving.load_model(model_dir / "model.keras")
     assert [str(w.message) for w in caught] == []
     assert loaded.predict(["a great movie"], verbose=0).shape == (1, 2)
+    assert loaded.label_names == ["neg", "pos"]
 
 
 def _weight_groups(path):
@@ -147,6 +149,7 @@ def test_tagging_and_multiple_choice_jsonl(preset, tmp_path):
     first = json.loads((tmp_path / "ner" / "test_predictions.jsonl").read_text().splitlines()[0])
     assert first["words"] == ["paris", "is", "red"] and len(first["tags"]) == 3
     assert set(first["tags"]) <= {"LOC", "O"}
+    assert keras.saving.load_model(tmp_path / "ner" / "model.keras").label_names == ["LOC", "O"]
     choices = _write(tmp_path / "swag.jsonl", "".join(json.dumps(r) + "\n" for r in [
         {"ctx": "the cat", "endings": ["sat", "is red"], "label": 0}] * 6))
     result = _tool(f"--preset={preset}", "--task=multiple_choice", f"--train_file={choices}",

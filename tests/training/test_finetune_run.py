@@ -1,11 +1,15 @@
 """training/finetune_run.py: the recipe sized to the run, model_dir outputs, the task scores."""
 
+import json
 import os
+import warnings
 
+import h5py
 import numpy as np
 import pytest
 
-from keras_bert import BertClassifier, BertPreprocessor
+from keras_bert import BertClassifier, BertPreprocessor, BertTokenClassifier
+from keras_bert.data.files import Examples
 from keras_bert.training import finetune_run
 from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
 
@@ -28,6 +32,17 @@ def test_fine_tune_sizes_the_schedule_and_writes_checkpoints_and_logs(tmp_path):
     assert int(model.optimizer.iterations) == steps
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["epoch-1.weights.h5",
                                                             "epoch-2.weights.h5"]
+    # Weights only, as the docs say: no optimizer group (Keras' save_weights adds AdamW's
+    # state, twice the weights), and a fresh model loads the last one without a warning.
+    with h5py.File(tmp_path / "checkpoints" / "epoch-2.weights.h5", "r") as weights:
+        assert sorted(weights) == ["layers", "preprocessor", "vars"]
+    fresh = _model()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fresh.load_weights(tmp_path / "checkpoints" / "epoch-2.weights.h5")
+    assert [str(w.message) for w in caught] == []
+    np.testing.assert_allclose(fresh.predict(texts, verbose=0), model.predict(texts, verbose=0),
+                               atol=1e-6)
     assert os.listdir(tmp_path / "logs")
     assert history.train_seconds > 0 and "val_accuracy" in history.history
     assert len(history.epoch_seconds) == 2 and history.learning_rate == 1e-3
@@ -168,13 +183,43 @@ def test_a_run_from_and_to_ram_writes_every_output_there_and_nothing_locally(tmp
             "checkpoints", "logs", "metrics.json", "model.keras", "test_predictions.jsonl"]
         assert storage.read_json(f"{root}/model/metrics.json") == metrics
         assert "validation_accuracy" in metrics
+        # The string labels' mapping (sorted: neg 0, pos 1) is recorded and named.
+        assert metrics["label_names"] == ["neg", "pos"] == model.label_names
         predictions = storage.read_text(f"{root}/model/test_predictions.jsonl").splitlines()
         assert len(predictions) == 2
+        assert {json.loads(line)["prediction"] for line in predictions} <= {"neg", "pos"}
         assert storage.listdir(f"{root}/model/checkpoints") == ["epoch-1.weights.h5"]
         reloaded = keras.saving.load_model(f"{root}/model/model.keras")
         np.testing.assert_allclose(reloaded.predict(["a great movie"], verbose=0),
                                    model.predict(["a great movie"], verbose=0), atol=1e-5)
+        assert reloaded.label_names == ["neg", "pos"]
         assert storage.listdir(f"{root}/export") == ["1"]  # no temporary directory left
         served = tf.saved_model.load(f"{root}/export/1")
-        assert "serving_default" in served.signatures
+        out = served.signatures["serving_default"](text=tf.constant(["a great movie"]))
+        assert out["labels"].numpy()[0].decode() in ("neg", "pos")
     storage.rmtree(root)
+
+
+def test_name_classes_records_the_data_s_names_or_maps_the_data_to_the_model_s():
+    """String labels become ids in the order of the training data's names (sorted); a model
+    without names takes them, a model with names keeps its ids and the data follows them."""
+    names = ["neg", "neu", "pos"]
+    splits = {"train": Examples(["a", "b", "c"], labels=[0, 1, 2], label_names=names),
+              "test": Examples(["d"], label_names=names)}
+    model = _model(num_classes=3)
+    assert finetune_run.name_classes(model, splits) is splits and model.label_names == names
+    named = _model(num_classes=3)
+    named.label_names = ["pos", "neg", "neu"]  # e.g. a preset saved with other ids
+    mapped = finetune_run.name_classes(named, splits)
+    assert mapped["train"].labels == [1, 2, 0]  # neg, neu, pos in the model's ids
+    assert mapped["train"].label_names == mapped["test"].label_names == named.label_names
+    assert splits["train"].labels == [0, 1, 2]  # the caller's splits are left as they were
+    tagger = BertTokenClassifier(tiny_encoder(), 2, label_names=["O", "LOC"])
+    tagged = {"train": Examples([["paris", "is"]], labels=[[0, 1]], label_names=["LOC", "O"])}
+    assert finetune_run.name_classes(tagger, tagged)["train"].labels == [[1, 0]]
+    with pytest.raises(ValueError, match=r"The train data's labels \['mixed'\] are not classes "
+                                         r"of the model, whose label_names are \['pos', "):
+        finetune_run.name_classes(named, {"train": Examples(
+            ["a", "b"], labels=[0, 1], label_names=["mixed", "neg"])})
+    unnamed = _model(num_classes=5)  # --num_classes=5 with three names: left unnamed
+    assert finetune_run.name_classes(unnamed, splits) is splits and unnamed.label_names is None
