@@ -67,8 +67,9 @@ def test_per_token_outputs_keep_seq_length(monkeypatch):
 
 # ---------------------------------------------------------------- no inputs, empty inputs
 # Every task model, a batch of its raw inputs, its labels (None: the preprocessor makes them)
-# and an empty batch in the form it takes. (task_data's tests turn the empty batch of every
-# text form into the same tensors; the classifier's test below runs them all.)
+# and an empty batch in the form it takes. (The reader's tests, tests/text/test_raw_inputs.py,
+# turn the empty batch of every text form into the same tensors; the classifier's test below
+# runs them all.)
 TASKS = {
     "classifier": (lambda: keras_bert.BertClassifier(
         tiny_encoder(), 2, preprocessor=keras_bert.BertPreprocessor(VOCAB, 16)),
@@ -121,7 +122,7 @@ def _datasets(x, y=None):
 
 
 def _packed(model, x):
-    segments = model.text_inputs(x)
+    segments = model.preprocessor.read_inputs(x, batched=True)
     out = model.preprocessor(segments[0] if len(segments) == 1 else segments)
     return keras.utils.unpack_x_y_sample_weight(out)[0] if isinstance(out, tuple) else out
 
@@ -246,3 +247,4 @@ def test_validation_split_that_leaves_nothing_is_an_error():
     with pytest.raises(TaskInputError, match=r"^validation_split=0\.7 of 3 examples leaves 0 "
                                              r"to train on and 3 to validate on"):
         model.fit(TEXTS[:3], [0, 1, 0], validation_split=0.7, verbose=0)
+
