@@ -143,6 +143,27 @@ class BatchCounter(keras.callbacks.Callback):
         self.ended = True
 
 
+class AtFirstEpochEnd(keras.callbacks.Callback):
+    """Calls ``function`` once, when fit's first epoch ends.
+
+    >>> calls = []
+    >>> callback = AtFirstEpochEnd(lambda: calls.append("done"))
+    >>> callback.on_epoch_end(0); callback.on_epoch_end(1)
+    >>> calls
+    ['done']
+    """
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+        self.called = False
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.called:
+            self.called = True
+            self.function()
+
+
 def with_callback(callbacks, extra):
     """``callbacks`` with ``extra`` added (None: unchanged)."""
     if extra is None:

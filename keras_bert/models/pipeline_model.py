@@ -10,6 +10,11 @@ raw input, and packs each batch (``preprocess_samples``). The subclass supplies 
 hooks ``check_labels``, ``check_labels_in_graph`` and ``token_labels``;
 `keras_bert.models.pipeline_batches` holds the helpers on plain data.
 
+Texts longer than the preprocessor's ``seq_length`` are cut to it; each call that cuts some
+gives one `keras_bert.text.truncation.TruncationWarning` naming how many (``fit``: when its
+first epoch ends; not under a `tf.distribute` strategy, where the input pipeline counts
+nothing).
+
 No inputs and empty inputs are the same on every input path (texts in any form, pairs,
 packed dicts, a `tf.data.Dataset`): ``x=None`` is a `TaskInputError` naming the method;
 ``fit``, ``evaluate``, ``train_on_batch`` and ``test_on_batch`` on no examples are a
@@ -26,6 +31,8 @@ Example (what `Task` adds on top is the encoder, the head and compile's defaults
 True
 """
 
+import contextlib
+import functools
 import math
 
 import keras
@@ -34,12 +41,26 @@ import tensorflow as tf
 
 from keras_bert.checks import TaskInputError
 from keras_bert.models import pipeline_batches as batching
+from keras_bert.text import truncation
 from keras_bert.text.packer import trim_padding
 
 PACKED = "a dict of packed inputs (input_word_ids, input_mask, input_type_ids)"
 
 _PREPROCESS_CHUNK = 4096  # texts per call when predict() preprocesses in-memory inputs
 LENGTH_GROUP = 16  # batches per chunk sorted by length (fit with group_by_length)
+
+
+def _counts_cut_texts(method, at_end=True):
+    """Decorates a Keras API method of `PipelineModel`: the texts its preprocessor cuts
+    during the call are counted, and told once when it returns (``at_end``; fit tells them
+    when its first epoch ends)."""
+    def decorate(function):
+        @functools.wraps(function)
+        def counted(self, *args, **kwargs):
+            with self._counting_cuts(method, at_end):
+                return function(self, *args, **kwargs)
+        return counted
+    return decorate
 
 
 class PipelineModel(keras.Model):
@@ -68,6 +89,7 @@ class PipelineModel(keras.Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._preprocess_functions = {}
+        self._cut_texts = truncation.CutCounter()
 
     @property
     def accepted_inputs(self):
@@ -130,6 +152,31 @@ class PipelineModel(keras.Model):
         if raw and not isinstance(x, tf.data.Dataset):
             x = self.preprocessor.read_inputs(x, batched=True)
         return raw, x
+
+    @contextlib.contextmanager
+    def _counting_cuts(self, method, at_end=True):
+        """Counts the texts the preprocessor cuts within one call (nested calls, such as
+        fit's validation, count into the outermost) and, ``at_end``, warns once when it
+        returns (`_warn_cuts`). Under a tf.distribute strategy the input pipeline counts
+        nothing (its functions may run where Python does not)."""
+        in_graphs = (not tf.distribute.has_strategy()
+                     and getattr(self, "_distribute_strategy", None) is None)
+        with truncation.counting(self._cut_texts, in_graphs) as outermost:
+            if outermost:
+                self._cut_texts.reset()
+            yield
+            if outermost and at_end:
+                self._warn_cuts(method)
+
+    def _warn_cuts(self, method):
+        """One `TruncationWarning` for the texts cut since the call began (none if none)."""
+        if self.preprocessor is None:
+            return
+        config = getattr(getattr(self, "encoder", None), "bert_config", None)
+        limit = getattr(config, "max_position_embeddings", None)
+        self._cut_texts.warn(f"{type(self).__name__}.{method}", lambda seq_length: (
+            truncation.how_to_keep_more(seq_length, type(self.preprocessor).__name__,
+                                        type(self).__name__, limit)))
 
     def _check_data(self, x, y, raw, method):
         """fit/evaluate (and their per-batch forms) need examples and, where the task's loss
@@ -256,6 +303,7 @@ class PipelineModel(keras.Model):
         return packed
 
     # ------------------------------------------------------------------ Keras API
+    @_counts_cut_texts("fit()", at_end=False)
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
@@ -287,9 +335,11 @@ class PipelineModel(keras.Model):
             if raw_validation:
                 validation_batch_size = None
         self._plan_schedule(None if steps is None else steps * (epochs - initial_epoch))
+        # The texts cut are told once, when the first epoch ends (later ones cut the same).
+        cuts = batching.AtFirstEpochEnd(lambda: self._warn_cuts("fit() (its first epoch)"))
         history = super().fit(
             x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
-            callbacks=batching.with_callback(callbacks, batches),
+            callbacks=batching.with_callback(batching.with_callback(callbacks, batches), cuts),
             validation_split=validation_split, validation_data=validation_data,
             shuffle=shuffle, class_weight=class_weight,
             sample_weight=sample_weight, initial_epoch=initial_epoch,
@@ -316,6 +366,7 @@ class PipelineModel(keras.Model):
             return self._dataset(vx, vy, vsw, batch_size, shuffle=False, trim=True)[0], True
         return data, False
 
+    @_counts_cut_texts("evaluate()")
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  steps=None, callbacks=None, return_dict=False, **kwargs):
         if kwargs.get("_use_cached_eval_dataset"):  # fit's validation: checked by fit
@@ -337,6 +388,7 @@ class PipelineModel(keras.Model):
                                  "yielded no batches, so there is nothing to score.")
         return result
 
+    @_counts_cut_texts("predict()")
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Keras' ``predict`` on raw inputs too. No examples (an empty batch, a dataset that
         yields nothing) give the outputs of a batch with 0 rows."""
@@ -394,16 +446,19 @@ class PipelineModel(keras.Model):
             self.check_labels(y)
         return self.preprocess_samples(batching.one_segment(x), y, sample_weight)
 
+    @_counts_cut_texts("train_on_batch()")
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
         x, y, sample_weight = self._on_batch(x, y, sample_weight, "train_on_batch()")
         return super().train_on_batch(x, y, sample_weight=sample_weight,
                                       class_weight=class_weight, return_dict=return_dict)
 
+    @_counts_cut_texts("test_on_batch()")
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         x, y, sample_weight = self._on_batch(x, y, sample_weight, "test_on_batch()")
         return super().test_on_batch(x, y, sample_weight=sample_weight, return_dict=return_dict)
 
+    @_counts_cut_texts("predict_on_batch()")
     def predict_on_batch(self, x):
         """Keras' ``predict_on_batch`` on raw inputs too; an empty batch gives outputs with 0
         rows."""

@@ -1,5 +1,6 @@
 """`BertPackInputs`: token id segments -> `input_word_ids`, `input_mask`, `input_type_ids`;
-and a packed batch cut to its longest sequence (`trim_padding`)."""
+which rows it cuts (`overflowing_rows`), and a packed batch cut to its longest sequence
+(`trim_padding`)."""
 
 import keras
 import tensorflow as tf
@@ -261,6 +262,20 @@ class BertPackInputs(keras.layers.Layer):
         ids = vocab_lib.special_token_ids(text_preset(preset).load_vocabulary())
         return cls(start_of_sequence_id=ids[vocab_lib.CLS], end_of_segment_id=ids[vocab_lib.SEP],
                    padding_id=ids[vocab_lib.PAD], **kwargs)
+
+
+def overflowing_rows(segments, seq_length):
+    """Whether each row's segments hold more tokens than ``seq_length`` leaves them after
+    [CLS] and one [SEP] each, so the packer cuts them: bool [batch] for ragged segments
+    [batch, (tokens)], a scalar for unbatched ones [tokens]. (Cut or not does not depend on
+    the truncator, only what is kept.)"""
+    def tokens(segment):
+        if isinstance(segment, tf.RaggedTensor):
+            return tf.cast(segment.row_lengths(), tf.int32)
+        return tf.size(segment, out_type=tf.int32)  # unbatched: [tokens]
+
+    total = tf.add_n([tokens(s) for s in segments])
+    return total > tf.cast(seq_length, tf.int32) - len(segments) - 1
 
 
 def trim_padding(x, y=None, sample_weight=None, token_labels=False):

@@ -3,7 +3,8 @@
 import keras
 
 from keras_bert import checks
-from keras_bert.text.packer import BertPackInputs, checked_seq_length
+from keras_bert.text import truncation
+from keras_bert.text.packer import BertPackInputs, checked_seq_length, overflowing_rows
 from keras_bert.text.raw_inputs import RawInputReader, TEXTS
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.config import INPUT_NAMES
@@ -35,6 +36,9 @@ class BertPreprocessor(keras.layers.Layer, RawInputReader):
     tensors with Python lists or arrays: ValueError.) These forms are read by
     `keras_bert.text.raw_inputs`, the one reader of raw input, which the task models'
     ``fit``/``predict`` and the serving exports use through their preprocessor.
+
+    Texts longer than ``seq_length`` are cut to it (with ``truncator``); an eager call that
+    cuts some warns once (`keras_bert.text.truncation.TruncationWarning`), naming how many.
 
     Args:
       tokenizer: a `BertTokenizer`, or a vocabulary (path to `vocab.txt` or list of tokens)
@@ -109,13 +113,16 @@ class BertPreprocessor(keras.layers.Layer, RawInputReader):
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
 
     def _pack_texts(self, texts, seq_length=None):
-        """Read text segments (`read_inputs`) -> the packed inputs."""
+        """Read text segments (`read_inputs`) -> the packed inputs, counting the texts cut
+        (`keras_bert.text.truncation`)."""
         sync_packer(self.packer, self.tokenizer)
         # Room for one token of each segment, named after this class (the packer checks too).
         seq_length = checked_seq_length(self.seq_length if seq_length is None else seq_length,
                                         len(texts), where=type(self).__name__)
         segments = [self.tokenizer.tokenize(t) for t in texts]
-        return self.packer(segments, seq_length=seq_length)
+        out = self.packer(segments, seq_length=seq_length)
+        return truncation.record(overflowing_rows(segments, seq_length), seq_length, out,
+                                 type(self).__name__)
 
     def compute_output_spec(self, x, y=None, sample_weight=None, seq_length=None):
         texts = self.read_inputs(x)

@@ -3,7 +3,8 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.text.packer import BertPackInputs, checked_seq_length
+from keras_bert.text import truncation
+from keras_bert.text.packer import BertPackInputs, checked_seq_length, overflowing_rows
 from keras_bert.text.preprocessor import special_ids, sync_packer
 from keras_bert.text.raw_inputs import RawInputReader, WORDS, read_word_labels
 from keras_bert.text.tokenizer import BertTokenizer
@@ -22,7 +23,8 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer, RawInputReader):
     and 0 on every other piece, on ``[CLS]``, ``[SEP]`` and padding, so that loss and metrics
     see each word once (the convention of the BERT paper's NER experiment). Returns
     ``(x, y, sample_weight)`` with ``x`` the packed inputs ``[batch, seq_length]``; without
-    labels, ``x`` alone. Words past ``seq_length`` are cut off with their labels.
+    labels, ``x`` alone. Words past ``seq_length`` are cut off with their labels (an eager
+    call that cuts some warns once: `keras_bert.text.truncation.TruncationWarning`).
 
     Args:
         tokenizer: a `BertTokenizer`, or a vocabulary to build one with ``do_lower_case``.
@@ -70,7 +72,10 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer, RawInputReader):
 
     def call(self, x, y=None, sample_weight=None):
         pieces = self._pieces(x)  # [batch, (words), (pieces)]
-        out = self.packer(pieces.merge_dims(1, 2))  # [batch, (tokens)] -> [batch, seq]
+        tokens = pieces.merge_dims(1, 2)  # [batch, (tokens)]
+        name = type(self).__name__
+        out = truncation.record(overflowing_rows([tokens], self.seq_length), self.seq_length,
+                                self.packer(tokens), name)  # [batch, seq]
         if y is None:
             return out
         labels = self.read_labels(y)
@@ -85,7 +90,7 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer, RawInputReader):
         weights = tf.cast(first, tf.float32)
         if sample_weight is not None:
             weights = weights * tf.expand_dims(
-                read_word_labels(sample_weight, type(self).__name__, dtype=tf.float32), -1)
+                read_word_labels(sample_weight, name, dtype=tf.float32), -1)
         return out, y, self._pack_like(weights)
 
     def _pack_like(self, values):
