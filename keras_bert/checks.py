@@ -34,17 +34,28 @@ KERAS_LAYER_KWARGS = (
 )
 
 
-class TaskInputError(ValueError):
-    """Inputs of a task model's fit/evaluate/predict that it cannot use.
+class TaskInputError(ValueError, TypeError):
+    """Inputs that a task model's fit/evaluate/predict, or a preprocessor, cannot use: raw
+    input of a form it does not read (`keras_bert.text.raw_inputs`, the one reader, names
+    the segment, the row or the type and lists the forms), labels, empty batches.
 
-    >>> from keras_bert.models.task_data import text_segments
+    One error type for all of them, and both a ValueError and a TypeError (as numpy's
+    AxisError is a ValueError and an IndexError): task models raised ValueError for input
+    they could not read and the preprocessors TypeError for values that are not strings,
+    so code that caught either keeps working.
+
+    >>> from keras_bert.text.raw_inputs import read_raw_inputs
     >>> try:
-    ...     text_segments("a great movie")
-    ... except TaskInputError as error:
-    ...     print(error)
-    the text input is a single string; fit/evaluate/predict take a batch: wrap it in a list,
-    e.g. ['a great movie'].
+    ...     read_raw_inputs([1, 2], batched=True)
+    ... except TypeError as error:  # (a ValueError too)
+    ...     print(str(error).split(":")[0])
+    BertPreprocessor texts holds int value 1 among its texts (at row 0; 2 such entries)
     """
+
+    # Raised while a preprocessor is traced (tf.function, dataset.map), it reaches the
+    # caller as itself: AutoGraph turns exceptions of other classes than its known ones
+    # (ValueError, TypeError, ...) into a StagingError (as TensorFlow's UnliftableError).
+    ag_pass_through = True
 
 
 # ---- arguments ----------------------------------------------------------------------------

@@ -45,8 +45,9 @@ from keras_bert import backend, checks, storage
 from keras_bert.export import litert_model, litert_text, modules, task_adapters
 from keras_bert.export.hub_encoder import vocabulary_of
 from keras_bert.export.export_dirs import ExportError
-from keras_bert.models import export_formats, lora, quantization, task_data
+from keras_bert.models import export_formats, lora, quantization
 from keras_bert.models.encoder import BertEncoder
+from keras_bert.text.packer import trim_padding
 from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
 from keras_bert.text.tokenizer import BertTokenizer
 
@@ -197,7 +198,7 @@ def _task_module(model, pairs, label_names):
 
     def run(inputs):
         if model.trim_predictions:
-            inputs = task_data.trim_padding(inputs)[0]
+            inputs = trim_padding(inputs)[0]
         return model(inputs, training=False)
 
     def from_text(texts):
@@ -239,7 +240,7 @@ def _encoder_module(model, pairs, seq_length, vocabulary, do_lower_case):
     names = ("text_a", "text_b") if pairs else ("text",)
 
     def run(inputs):
-        inputs = task_data.trim_padding(inputs)[0]
+        inputs = trim_padding(inputs)[0]
         outputs = encoder(inputs, training=False)
         return inputs, {"pooled_output": outputs["pooled_output"],
                         "sequence_output": outputs["sequence_output"]}

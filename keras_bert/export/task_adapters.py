@@ -1,6 +1,8 @@
 """What each task model's serving export takes and returns (the spec is at the top of
 `keras_bert.export.task_export`): one class per task family, each turning the signature's text
-inputs into the model's packed inputs and the model's outputs into scores and labels;
+inputs into the model's packed inputs and the model's outputs into scores and labels. The text
+inputs are read and packed by the model's preprocessor (`keras_bert.text.raw_inputs`, the one
+reader of raw input, which reads them as ``fit`` and ``predict`` do);
 `SERVING_ADAPTERS` maps each task model class to its adapter.
 
 Everything here runs inside the exported graph: core TensorFlow ops plus the tokenizer's
@@ -89,9 +91,15 @@ class TaskServing:
     def describe_inputs(self):
         return ", ".join(self.text_specs())
 
+    def read(self, texts):
+        """The signature's text inputs, in the order of `text_specs`, read by the model's
+        preprocessor (`keras_bert.text.raw_inputs`): a tuple of tensors."""
+        parts = tuple(texts[name] for name in self.text_specs())
+        return self.model.preprocessor.read_inputs(parts if len(parts) > 1 else parts[0])
+
     def pack(self, texts):
         """The signature's text inputs -> the model's inputs (and extras for the outputs)."""
-        segments = tuple(texts[name] for name in self.text_specs())
+        segments = self.read(texts)
         return self.model.preprocessor(segments if len(segments) > 1 else segments[0]), {}
 
     # ---- outputs
@@ -208,9 +216,6 @@ class MultipleChoiceServing(TaskServing):
     def ids_specs(self):
         return modules.packed_specs(shape=(None, self.model.num_choices, None))
 
-    def pack(self, texts):
-        return self.model.preprocessor((texts["context"], texts["choices"])), {}
-
     def outputs(self, inputs, outputs):
         probabilities, label_ids = _classes(outputs)
         return {"logits": outputs, "probabilities": probabilities, "label_ids": label_ids}
@@ -254,7 +259,7 @@ class TokenClassifierServing(TaskServing):
         return self._names(names, self.model.num_classes)
 
     def pack(self, texts):
-        words = tf.strings.split(texts["text"])  # [batch, (words)], as fit/predict split
+        words = self.read(texts)[0]  # [batch, (words)], split on whitespace as fit/predict
         return self.model.preprocessor(words), {"words": words}
 
     def outputs(self, inputs, outputs):
@@ -298,9 +303,6 @@ class SpanLabelerServing(TaskServing):
 
     def text_specs(self):
         return _strings("question", "context")
-
-    def pack(self, texts):
-        return self.model.preprocessor((texts["question"], texts["context"])), {}
 
     def outputs(self, inputs, outputs):
         start, end = outputs["start_logits"], outputs["end_logits"]  # [batch, seq]
@@ -370,7 +372,7 @@ class MaskedLMServing(TaskServing):
         preprocessor = self.model.preprocessor
         tokenizer = preprocessor.tokenizer
         sync_packer(preprocessor.packer, tokenizer)
-        segments = [_tokenize_with_masks(tokenizer, texts[name]) for name in self.text_specs()]
+        segments = [_tokenize_with_masks(tokenizer, text) for text in self.read(texts)]
         packed = preprocessor.packer(segments)
         mask_id = tokenizer.mask_token_id
         seq = tf.shape(packed["input_word_ids"])[1]

@@ -54,7 +54,8 @@ import tensorflow as tf
 from keras_bert.export import export_dirs, modules, task_adapters
 from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import int8
-from keras_bert.models import export_formats, lora, task_data
+from keras_bert.models import export_formats, lora
+from keras_bert.text.packer import trim_padding
 
 SIGNATURES = ("serving_default", "serving_ids")
 
@@ -170,7 +171,7 @@ def serving_module(model, task):
 
     def run(inputs):
         if model.trim_predictions:  # the batch cut to its longest sequence: the same outputs
-            inputs = task_data.trim_padding(inputs)[0]
+            inputs = trim_padding(inputs)[0]
         return model(inputs, training=False)
 
     def from_text(texts):

@@ -1,7 +1,6 @@
 """`BertMultipleChoice`: pick one of ``num_choices`` continuations (SWAG-style)."""
 
 import keras
-import tensorflow as tf
 
 from keras_bert.layers.choices import FlattenChoices, UnflattenChoices
 from keras_bert import checks
@@ -70,14 +69,6 @@ class BertMultipleChoice(Task):
 
     def default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-
-    def text_inputs(self, x):
-        segments = super().text_inputs(x)
-        choices = segments[-1]
-        if choices.shape.rank == 1 and choices.shape[0] == 0:
-            # An empty batch has no rows to show its choices: [] -> [0, num_choices].
-            segments = segments[:-1] + (tf.reshape(choices, [0, self.num_choices]),)
-        return segments
 
     def check_labels(self, y):
         check_class_ids(y, self.num_choices, what="choice label")

@@ -28,10 +28,11 @@ class Task(PipelineModel):
     outputs out) and calls ``super().__init__(inputs=..., outputs=..., preprocessor=...)``.
     The base gives every task model:
 
-    * raw text in ``fit``, ``evaluate``, ``predict`` and the ``*_on_batch`` methods: Python
-      lists of strings, numpy/pandas columns of text, string tensors, a tuple ``(texts_a,
-      texts_b)`` or a list of pairs ``[[a, b], ...]`` for sentence pairs, or a batched
-      `tf.data.Dataset` of those, go through ``preprocessor`` on `tf.data` threads; packed
+    * raw text in ``fit``, ``evaluate``, ``predict`` and the ``*_on_batch`` methods: every
+      form ``preprocessor`` reads (`keras_bert.text.raw_inputs`: Python lists of strings,
+      numpy/pandas columns of text, string tensors, a tuple ``(texts_a, texts_b)`` or a list
+      of pairs ``[[a, b], ...]`` for sentence pairs; words, choices), or a batched
+      `tf.data.Dataset` of those, read by ``preprocessor`` and packed on `tf.data` threads; packed
       dicts (``input_word_ids``, ``input_mask``, ``input_type_ids``) go straight to the model,
       and so does everything when ``preprocessor`` is None. In training and evaluation each
       batch is cut to its longest sequence (rounded up to 8), which changes no result.

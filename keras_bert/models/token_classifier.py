@@ -4,7 +4,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models import task_data
 from keras_bert import checks
 from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, head_dtype
 from keras_bert.models.masked_lm import mlm_loss
@@ -86,14 +85,6 @@ class BertTokenClassifier(LabelNames, Task):
             metrics = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    accepted_inputs = task_data.ACCEPTED_WORDS
-
-    def text_inputs(self, x):
-        return (task_data.word_lists(x),)
-
-    def labels(self, y):
-        return task_data.word_labels(y)
-
     def check_labels(self, y):
         check_class_ids(y.flat_values.numpy() if isinstance(y, tf.RaggedTensor) else y,
                         self.num_classes, what="word label")
@@ -104,9 +95,9 @@ class BertTokenClassifier(LabelNames, Task):
     def predict_words(self, words, batch_size=None, verbose=0):
         """Predicted class id of every word: a list (per text) of lists (per word); None for
         a word cut off by ``seq_length`` (or with no WordPiece at all)."""
-        texts = task_data.word_lists(words)
-        first = self.preprocessor.first_piece_positions(texts)  # ragged [batch, (words)]
-        logits = self.predict(texts, batch_size=batch_size, verbose=verbose)
+        words = self.preprocessor.read_inputs(words, batched=True)[0]  # [batch, (words)]
+        first = self.preprocessor.first_piece_positions(words)  # ragged [batch, (words)]
+        logits = self.predict(words, batch_size=batch_size, verbose=verbose)
         classes = np.argmax(logits, axis=-1)
         return [[None if p < 0 else int(classes[i, p]) for p in row]
                 for i, row in enumerate(first.to_list())]

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.raw_inputs import CHOICES
 from keras_bert.config import INPUT_NAMES
 
 
@@ -11,10 +12,12 @@ from keras_bert.config import INPUT_NAMES
 class BertMultipleChoicePreprocessor(BertPreprocessor):
     """Packs ``(contexts, choices)`` into ``[batch, num_choices, seq_length]`` inputs.
 
-    ``contexts`` is ``[batch]`` strings and ``choices`` ``[batch, num_choices]`` strings;
-    each choice is packed with its context as a sentence pair (``[CLS] context [SEP] choice
-    [SEP]``, truncated round-robin). ``choices`` alone packs each choice as one sentence.
-    Labels and sample weights pass through.
+    ``contexts`` is ``[batch]`` strings and ``choices`` ``[batch, num_choices]`` strings
+    (lists of ``num_choices`` texts, an array or a tensor); each choice is packed with its
+    context as a sentence pair (``[CLS] context [SEP] choice [SEP]``, truncated round-robin).
+    ``choices`` alone packs each choice as one sentence. Labels and sample weights pass
+    through. Other inputs are a `keras_bert.checks.TaskInputError` listing these forms
+    (`keras_bert.text.raw_inputs`).
 
     Example:
 
@@ -27,29 +30,25 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
     [2, 5, 3, 7, 3, 0]
     """
 
+    input_form = CHOICES  # what it reads: keras_bert.text.raw_inputs
+
     def call(self, x, y=None, sample_weight=None, seq_length=None):
-        parts = list(x) if isinstance(x, (tuple, list)) else [x]
-        if len(parts) not in (1, 2):
-            raise ValueError("BertMultipleChoicePreprocessor takes (contexts, choices) or choices.")
-        choices = tf.convert_to_tensor(parts[-1], tf.string)
-        if choices.shape.rank != 2:
-            raise ValueError(f"choices must be [batch, num_choices] strings; got shape "
-                             f"{choices.shape}.")
-        num_choices = tf.shape(choices)[1]
+        parts = self.read_inputs(x)  # (contexts, choices) or (choices,)
+        choices = parts[-1]  # [batch, num_choices]
+        batch = choices.shape[0] if choices.shape[0] is not None else tf.shape(choices)[0]
+        num_choices = (choices.shape[1] if choices.shape[1] is not None
+                       else tf.shape(choices)[1])
         segments = [tf.reshape(choices, [-1])]  # [batch * choices]
         if len(parts) == 2:
-            contexts = tf.convert_to_tensor(parts[0], tf.string)
-            tf.debugging.assert_equal(tf.shape(contexts)[0], tf.shape(choices)[0],
-                                      message="contexts and choices need the same batch size")
-            segments.insert(0, tf.repeat(contexts, num_choices))
-        packed = super().call(tuple(segments), seq_length=seq_length)
-        length = int(seq_length or self.seq_length)
-        out = {k: tf.reshape(v, [-1, num_choices, length]) for k, v in packed.items()}
+            segments.insert(0, tf.repeat(parts[0], num_choices))
+        packed = self._pack_texts(tuple(segments), seq_length)  # [batch * choices, seq]
+        out = {k: tf.reshape(v, [batch, num_choices, v.shape[-1] or tf.shape(v)[-1]])
+               for k, v in packed.items()}
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
 
     def compute_output_spec(self, x, y=None, sample_weight=None, seq_length=None):
-        parts = list(x) if isinstance(x, (tuple, list)) else [x]
-        shape = tuple(parts[-1].shape) + (int(seq_length or self.seq_length),)
+        choices = self.read_inputs(x)[-1]
+        shape = tuple(choices.shape) + (int(seq_length or self.seq_length),)
         out = {name: keras.KerasTensor(shape, dtype="int32")
                for name in INPUT_NAMES}
         return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)

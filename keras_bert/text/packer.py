@@ -1,4 +1,6 @@
-"""`BertPackInputs`: token id segments -> `input_word_ids`, `input_mask`, `input_type_ids`."""
+"""`BertPackInputs`: token id segments -> `input_word_ids`, `input_mask`, `input_type_ids`;
+which rows it cuts (`overflowing_rows`), and a packed batch cut to its longest sequence
+(`trim_padding`)."""
 
 import keras
 import tensorflow as tf
@@ -12,6 +14,7 @@ _SPECIAL_ID_ARGS = ("start_of_sequence_id", "end_of_segment_id", "padding_id")
 TRUNCATORS = ("round_robin", "waterfall")
 MAX_SEQ_LENGTH = 2**20  # far beyond any BERT; keeps a typo from allocating gigabytes
 MAX_ID = 2**31  # ids are packed as int32
+PAD_MULTIPLE = 8  # trim_padding rounds lengths up to this, so few shapes get traced
 
 
 def min_seq_length(segments=1):
@@ -258,6 +261,50 @@ class BertPackInputs(keras.layers.Layer):
         ids = vocab_lib.special_token_ids(text_preset(preset).load_vocabulary())
         return cls(start_of_sequence_id=ids[vocab_lib.CLS], end_of_segment_id=ids[vocab_lib.SEP],
                    padding_id=ids[vocab_lib.PAD], **kwargs)
+
+
+def overflowing_rows(segments, seq_length):
+    """Whether each row's segments hold more tokens than ``seq_length`` leaves them after
+    [CLS] and one [SEP] each, so the packer cuts them: bool [batch] for ragged segments
+    [batch, (tokens)], a scalar for unbatched ones [tokens]. (Cut or not does not depend on
+    the truncator, only what is kept.)"""
+    def tokens(segment):
+        if isinstance(segment, tf.RaggedTensor):
+            return tf.cast(segment.row_lengths(), tf.int32)
+        return tf.size(segment, out_type=tf.int32)  # unbatched: [tokens]
+
+    total = tf.add_n([tokens(s) for s in segments])
+    return total > tf.cast(seq_length, tf.int32) - len(segments) - 1
+
+
+def trim_padding(x, y=None, sample_weight=None, token_labels=False):
+    """Cuts a packed batch to its longest sequence (rounded up to `PAD_MULTIPLE`), which
+    changes no model output: padded positions get no attention and no loss.
+
+    ``x``'s per-token inputs [batch, (choices,) seq] are cut on the last axis; with
+    ``token_labels``, per-token ``y`` and ``sample_weight`` [batch, seq] too.
+
+    >>> mask = tf.constant([[1, 1, 1, 0] + [0] * 12])
+    >>> x, _, _ = trim_padding({"input_word_ids": mask, "input_mask": mask,
+    ...                         "input_type_ids": 0 * mask})
+    >>> x["input_mask"].shape
+    TensorShape([1, 8])
+    """
+    mask = x["input_mask"]
+    full = tf.shape(mask)[-1]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
+    length = tf.minimum(full, (longest + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE)
+    length = tf.maximum(length, 1)
+
+    def cut(t):
+        return t[..., :length]
+
+    x = {k: cut(v) if k in INPUT_NAMES else v for k, v in x.items()}
+    if token_labels:
+        y = tf.nest.map_structure(cut, y) if y is not None else None
+        sample_weight = (tf.nest.map_structure(cut, sample_weight)
+                         if sample_weight is not None else None)
+    return x, y, sample_weight
 
 
 def _to_ragged(segment):

@@ -1,25 +1,16 @@
 """`BertPreprocessor`: raw strings (single sentences or pairs) -> BERT model inputs, in graph."""
 
 import keras
-import numpy as np
-import tensorflow as tf
 
 from keras_bert import checks
-from keras_bert.text.packer import BertPackInputs, checked_seq_length
+from keras_bert.text import truncation
+from keras_bert.text.packer import BertPackInputs, checked_seq_length, overflowing_rows
+from keras_bert.text.raw_inputs import RawInputReader, TEXTS
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.config import INPUT_NAMES
 
-ACCEPTED_FORMS = (
-    "BertPreprocessor takes: a string, or a batch of strings (a list, array or tensor of "
-    "shape [batch]); a tuple of 1 to 3 such batches, (texts_a, texts_b), one per segment "
-    "(also a list of tensors); or a list of pairs (or triples) of strings, "
-    "[[text_a, text_b], ...], as Hugging Face tokenizers take them."
-)
-SEGMENT_NAMES = ("texts_a", "texts_b", "texts_c")
-
-
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPreprocessor(keras.layers.Layer):
+class BertPreprocessor(keras.layers.Layer, RawInputReader):
     """`BertTokenizer` + `BertPackInputs`: strings in, `input_word_ids`/`input_mask`/
     `input_type_ids` out, all TensorFlow graph ops.
 
@@ -42,7 +33,12 @@ class BertPreprocessor(keras.layers.Layer):
     Anything else (list items of different lengths, strings mixed with lists, a string
     tensor of rank 2) is an error that shows these forms; nothing is ever transposed to make
     it fit. The segments' batch sizes must agree. (Keras itself refuses one call that mixes
-    tensors with Python lists or arrays: ValueError.)
+    tensors with Python lists or arrays: ValueError.) These forms are read by
+    `keras_bert.text.raw_inputs`, the one reader of raw input, which the task models'
+    ``fit``/``predict`` and the serving exports use through their preprocessor.
+
+    Texts longer than ``seq_length`` are cut to it (with ``truncator``); an eager call that
+    cuts some warns once (`keras_bert.text.truncation.TruncationWarning`), naming how many.
 
     Args:
       tokenizer: a `BertTokenizer`, or a vocabulary (path to `vocab.txt` or list of tokens)
@@ -55,11 +51,13 @@ class BertPreprocessor(keras.layers.Layer):
       do_lower_case: only used when `tokenizer` is a vocabulary.
 
     Raises:
-      ValueError: segments whose batch sizes differ (naming both), inputs of a form above
-        it cannot read (the message lists the forms), string tensors of rank 2 or more,
-        batched mixed with unbatched segments, a bad `seq_length`/`truncator`/vocabulary.
-      TypeError: inputs that are not strings (numbers, ragged tensors, a dict), unknown
-        constructor or `from_preset` arguments.
+      keras_bert.checks.TaskInputError: inputs it cannot read (the message names the
+        segment, the row or the type, and lists the forms): segments whose batch sizes
+        differ (naming both), lists of another form, string tensors of rank 2 or more,
+        batched mixed with unbatched segments, values that are not strings (numbers,
+        ragged tensors, a dict). It is both a ValueError and a TypeError.
+      ValueError: a bad `seq_length`/`truncator`/vocabulary.
+      TypeError: unknown constructor or `from_preset` arguments.
       tf.errors.InvalidArgumentError: inside a graph (`tf.function`, `dataset.map`) when
         batch sizes are unknown while tracing and differ at run time. The assertion runs
         before any tokenization op.
@@ -81,8 +79,10 @@ class BertPreprocessor(keras.layers.Layer):
     >>> preprocessor((["The fox", "the"], ["Quick."]))
     Traceback (most recent call last):
     ...
-    ValueError: ...the batch sizes differ: texts_a has 2, texts_b has 1...
+    keras_bert.checks.TaskInputError: ...the batch sizes differ: texts_a has 2, texts_b has 1...
     """
+
+    input_form = TEXTS  # what it reads: keras_bert.text.raw_inputs
 
     def __init__(
         self, tokenizer, seq_length=128, truncator="round_robin", do_lower_case=True, **kwargs
@@ -108,42 +108,24 @@ class BertPreprocessor(keras.layers.Layer):
         self.truncator = truncator
         self.built = True
 
-    def _checked_texts(self, x):
-        """The segments of x as string tensors of one rank (0 or 1) and, when batched, one
-        batch size: ValueError now, or assertions in front of them in a graph."""
-        segments = text_segments(x)
-        names = SEGMENT_NAMES[: len(segments)] if len(segments) > 1 else ("texts",)
-        texts = [checks.string_tensor(s, f"BertPreprocessor {n}") for s, n in zip(segments, names)]
-        ranks = [tf.TensorShape(t.shape).rank for t in texts]  # (KerasTensor: a tuple)
-        for text, name, rank in zip(texts, names, ranks):
-            if rank not in (0, 1):
-                raise ValueError(
-                    f"BertPreprocessor: {name} must be a string or a batch of strings "
-                    f"[batch], got shape {tuple(text.shape)}. {ACCEPTED_FORMS}"
-                )
-        if len(set(ranks)) > 1:
-            raise ValueError(
-                "BertPreprocessor: segments must be all strings or all batches, got shapes "
-                + ", ".join(f"{n}: {tuple(t.shape)}" for n, t in zip(names, texts))
-                + f". {ACCEPTED_FORMS}"
-            )
-        if ranks[0] == 0 or isinstance(texts[0], keras.KerasTensor):
-            return texts
-        batch_sizes = checks.same_dims(texts, names, 0, "batch size", "BertPreprocessor")
-        return checks.after(batch_sizes, texts)
-
     def call(self, x, y=None, sample_weight=None, seq_length=None):
+        out = self._pack_texts(self.read_inputs(x), seq_length)
+        return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
+
+    def _pack_texts(self, texts, seq_length=None):
+        """Read text segments (`read_inputs`) -> the packed inputs, counting the texts cut
+        (`keras_bert.text.truncation`)."""
         sync_packer(self.packer, self.tokenizer)
-        texts = self._checked_texts(x)
         # Room for one token of each segment, named after this class (the packer checks too).
         seq_length = checked_seq_length(self.seq_length if seq_length is None else seq_length,
                                         len(texts), where=type(self).__name__)
         segments = [self.tokenizer.tokenize(t) for t in texts]
         out = self.packer(segments, seq_length=seq_length)
-        return keras.utils.pack_x_y_sample_weight(out, y, sample_weight)
+        return truncation.record(overflowing_rows(segments, seq_length), seq_length, out,
+                                 type(self).__name__)
 
     def compute_output_spec(self, x, y=None, sample_weight=None, seq_length=None):
-        texts = self._checked_texts(x)
+        texts = self.read_inputs(x)
         seq_length = self.seq_length if seq_length is None else seq_length
         shape = tuple(texts[0].shape) + (
             checked_seq_length(seq_length, len(texts), where=type(self).__name__),)
@@ -202,55 +184,3 @@ def sync_packer(packer, tokenizer):
     for name, value in ids.items():
         if getattr(packer, name) != value:
             setattr(packer, name, value)
-
-
-def text_segments(x):
-    """The 1 to 3 segments x holds (each a string, a batch of strings or a tensor), read as
-    the class docstring says; ValueError/TypeError with the accepted forms otherwise."""
-    if isinstance(x, dict):
-        raise TypeError(f"BertPreprocessor got a dict. {ACCEPTED_FORMS}")
-    if isinstance(x, tuple):
-        segments = list(x)
-    elif isinstance(x, list):
-        segments = _list_segments(x)
-    else:
-        segments = [x]
-    if not 1 <= len(segments) <= 3:
-        raise ValueError(f"BertPreprocessor packs 1 to 3 segments, got {len(segments)}. "
-                         f"{ACCEPTED_FORMS}")
-    return segments
-
-
-def _list_segments(items):
-    """A Python list: one batch of texts, a batch of pairs/triples, or a list of tensors."""
-    if not items or all(_is_text(t) for t in items):
-        return [items]  # one batch (maybe empty)
-    if all(isinstance(t, (list, tuple)) for t in items):
-        sizes = sorted({len(t) for t in items})
-        if len(sizes) > 1 or sizes[0] not in (2, 3):
-            raise ValueError(
-                "BertPreprocessor got a list of lists, read as a batch of pairs or triples, "
-                f"but the items hold {' or '.join(map(str, sizes))} texts. {ACCEPTED_FORMS}"
-            )
-        leaves = [s for t in items for s in t]
-        if not all(_is_text(s) for s in leaves):
-            bad = next(s for s in leaves if not _is_text(s))
-            raise TypeError(f"BertPreprocessor got {bad!r} ({type(bad).__name__}) in a pair; "
-                            f"texts must be str or bytes. {ACCEPTED_FORMS}")
-        return [[t[i] for t in items] for i in range(sizes[0])]  # pairs -> segments
-    if all(_is_tensor(t) for t in items):
-        return list(items)  # one tensor per segment
-    kinds = sorted({type(t).__name__ for t in items})
-    if not any(isinstance(t, (list, tuple)) or _is_tensor(t) for t in items):
-        raise TypeError(f"BertPreprocessor got a list of {', '.join(kinds)}; texts must be str "
-                        f"or bytes. {ACCEPTED_FORMS}")
-    raise ValueError(f"BertPreprocessor cannot read a list that mixes {', '.join(kinds)}. "
-                     f"{ACCEPTED_FORMS}")
-
-
-def _is_text(x):
-    return isinstance(x, (str, bytes))
-
-
-def _is_tensor(x):
-    return isinstance(x, (tf.Tensor, tf.RaggedTensor, np.ndarray, keras.KerasTensor))

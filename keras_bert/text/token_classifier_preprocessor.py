@@ -3,24 +3,28 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.text.packer import BertPackInputs, checked_seq_length
+from keras_bert.text import truncation
+from keras_bert.text.packer import BertPackInputs, checked_seq_length, overflowing_rows
 from keras_bert.text.preprocessor import special_ids, sync_packer
+from keras_bert.text.raw_inputs import RawInputReader, WORDS, read_word_labels
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.config import INPUT_NAMES
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifierPreprocessor(keras.layers.Layer):
+class BertTokenClassifierPreprocessor(keras.layers.Layer, RawInputReader):
     """Tokenizes words for tagging and puts each word's label on its first WordPiece.
 
     Call it on words ``[batch, (words)]`` (a ragged `tf.string` tensor: one entry per word,
-    as in CoNLL data) with labels ``[batch, (words)]``. Each word is tokenized as BERT's
+    as in CoNLL data; a list of word lists; or texts, split on whitespace: the forms of
+    `keras_bert.text.raw_inputs`) with labels ``[batch, (words)]``. Each word is tokenized as BERT's
     tokenizer would tokenize it inside a text (it may give several pieces, or split off
     punctuation); the label goes to the word's first piece, and the sample weight is 1 there
     and 0 on every other piece, on ``[CLS]``, ``[SEP]`` and padding, so that loss and metrics
     see each word once (the convention of the BERT paper's NER experiment). Returns
     ``(x, y, sample_weight)`` with ``x`` the packed inputs ``[batch, seq_length]``; without
-    labels, ``x`` alone. Words past ``seq_length`` are cut off with their labels.
+    labels, ``x`` alone. Words past ``seq_length`` are cut off with their labels (an eager
+    call that cuts some warns once: `keras_bert.text.truncation.TruncationWarning`).
 
     Args:
         tokenizer: a `BertTokenizer`, or a vocabulary to build one with ``do_lower_case``.
@@ -39,6 +43,8 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer):
     <tf.RaggedTensor [[1, 2, 3]]>
     """
 
+    input_form = WORDS  # what it reads: keras_bert.text.raw_inputs
+
     def __init__(self, tokenizer, seq_length=128, do_lower_case=True, **kwargs):
         super().__init__(**kwargs)
         self._convert_input_args = False
@@ -56,16 +62,23 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer):
     def _pieces(self, words):
         """[batch, (words)] strings -> ids [batch, (words), (pieces)]."""
         sync_packer(self.packer, self.tokenizer)
-        words = _ragged_words(words)
+        words = self.read_inputs(words)[0]
         flat = self.tokenizer.tokenize(words.flat_values)  # [words, (pieces)]
         return tf.RaggedTensor.from_row_splits(flat, tf.cast(words.row_splits, tf.int64))
 
+    def read_labels(self, y):
+        """One class id per word -> ragged int32 [batch, (words)]."""
+        return read_word_labels(y, type(self).__name__)
+
     def call(self, x, y=None, sample_weight=None):
         pieces = self._pieces(x)  # [batch, (words), (pieces)]
-        out = self.packer(pieces.merge_dims(1, 2))  # [batch, (tokens)] -> [batch, seq]
+        tokens = pieces.merge_dims(1, 2)  # [batch, (tokens)]
+        name = type(self).__name__
+        out = truncation.record(overflowing_rows([tokens], self.seq_length), self.seq_length,
+                                self.packer(tokens), name)  # [batch, seq]
         if y is None:
             return out
-        labels = _ragged_words(y, tf.int32)
+        labels = self.read_labels(y)
         with tf.control_dependencies([tf.debugging.assert_equal(
                 labels.row_lengths(), pieces.row_lengths(),
                 message="every text needs exactly one label per word")]):
@@ -76,7 +89,8 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer):
         y = self._pack_like(first * tf.expand_dims(labels, -1))
         weights = tf.cast(first, tf.float32)
         if sample_weight is not None:
-            weights = weights * tf.expand_dims(_ragged_words(sample_weight, tf.float32), -1)
+            weights = weights * tf.expand_dims(
+                read_word_labels(sample_weight, name, dtype=tf.float32), -1)
         return out, y, self._pack_like(weights)
 
     def _pack_like(self, values):
@@ -113,9 +127,3 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer):
                        "seq_length": self.seq_length})
         return config
 
-
-def _ragged_words(value, dtype=tf.string):
-    if isinstance(value, tf.RaggedTensor):
-        return tf.cast(value, dtype) if dtype != tf.string else value
-    value = tf.convert_to_tensor(value, dtype=dtype)
-    return tf.RaggedTensor.from_tensor(value)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertMultipleChoice, BertMultipleChoicePreprocessor
-from keras_bert.models.task_data import TaskInputError
+from keras_bert.checks import TaskInputError
 from keras_bert.training import AdamW
 from tiny import VOCAB, tiny_encoder  # tests/models/tiny.py
 

@@ -2,7 +2,10 @@
 the outputs have no sequence axis, in order and with the full-length outputs; per-token
 outputs keep seq_length. No inputs and empty inputs are the same on every input path of every
 task model: x=None and missing labels are clear errors, fit and evaluate on no examples too,
-predict on no examples gives outputs of 0 rows."""
+predict on no examples gives outputs of 0 rows. Each call that cuts texts to seq_length warns
+exactly once."""
+
+import warnings
 
 import keras
 import numpy as np
@@ -67,8 +70,9 @@ def test_per_token_outputs_keep_seq_length(monkeypatch):
 
 # ---------------------------------------------------------------- no inputs, empty inputs
 # Every task model, a batch of its raw inputs, its labels (None: the preprocessor makes them)
-# and an empty batch in the form it takes. (task_data's tests turn the empty batch of every
-# text form into the same tensors; the classifier's test below runs them all.)
+# and an empty batch in the form it takes. (The reader's tests, tests/text/test_raw_inputs.py,
+# turn the empty batch of every text form into the same tensors; the classifier's test below
+# runs them all.)
 TASKS = {
     "classifier": (lambda: keras_bert.BertClassifier(
         tiny_encoder(), 2, preprocessor=keras_bert.BertPreprocessor(VOCAB, 16)),
@@ -121,7 +125,7 @@ def _datasets(x, y=None):
 
 
 def _packed(model, x):
-    segments = model.text_inputs(x)
+    segments = model.preprocessor.read_inputs(x, batched=True)
     out = model.preprocessor(segments[0] if len(segments) == 1 else segments)
     return keras.utils.unpack_x_y_sample_weight(out)[0] if isinstance(out, tuple) else out
 
@@ -246,3 +250,64 @@ def test_validation_split_that_leaves_nothing_is_an_error():
     with pytest.raises(TaskInputError, match=r"^validation_split=0\.7 of 3 examples leaves 0 "
                                              r"to train on and 3 to validate on"):
         model.fit(TEXTS[:3], [0, 1, 0], validation_split=0.7, verbose=0)
+
+
+# ---------------------------------------------------------------- texts cut to seq_length
+LONG = ["the cat sat on the red dog and the actor ran", "a great movie",
+        "the dog ran and the cat sat and it was fun", "bad plot", "dull"]  # 2 of 5 over 8
+
+
+def _cut_warnings(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [str(w.message) for w in caught
+            if issubclass(w.category, keras_bert.text.truncation.TruncationWarning)]
+
+
+@pytest.fixture(scope="module")
+def short_classifier():
+    keras.utils.set_random_seed(0)
+    return keras_bert.BertClassifier(tiny_encoder(num_hidden_layers=1), 2,
+                                     preprocessor=keras_bert.BertPreprocessor(VOCAB, 8))
+
+
+def test_each_call_that_cuts_texts_warns_exactly_once(short_classifier):
+    """In-memory texts (packed by a traced function, or in tf.data), a dataset, several
+    batches and epochs: one warning per call (fit: its first epoch, validation included)."""
+    model, labels = short_classifier, [1, 1, 0, 0, 0]
+    dataset = tf.data.Dataset.from_tensor_slices(LONG).batch(2)
+    calls = {
+        "predict()": lambda: model.predict(LONG, batch_size=2, verbose=0),
+        "predict() ": lambda: model.predict(dataset, verbose=0),
+        "predict_on_batch()": lambda: model.predict_on_batch(LONG),
+        "evaluate()": lambda: model.evaluate(LONG, labels, batch_size=2, verbose=0),
+        "test_on_batch()": lambda: model.test_on_batch(LONG, labels),
+        "fit() (its first epoch)": lambda: model.fit(
+            LONG, labels, batch_size=2, epochs=2, verbose=0,
+            validation_data=(LONG[:2], labels[:2])),
+    }
+    for method, call in calls.items():
+        got = _cut_warnings(call)
+        assert len(got) == 1, (method, got)
+        cut = "3 of 7" if method.startswith("fit") else "2 of 5"  # fit: 2 validated, 1 cut
+        assert got[0].startswith(f"BertClassifier.{method.strip()}: {cut} texts were longer "
+                                 "than seq_length=8 tokens"), got
+        assert got[0].endswith("pass a larger seq_length, up to 64 (the encoder's "
+                               "max_position_embeddings): BertClassifier.from_preset(..., "
+                               "seq_length=16), or model.preprocessor = "
+                               "BertPreprocessor.from_preset(..., seq_length=16).")
+
+
+def test_texts_that_fit_give_no_warning(short_classifier):
+    model, texts, labels = short_classifier, LONG[1:2] + LONG[3:], [1, 0, 0]
+    assert _cut_warnings(lambda: model.predict(texts, verbose=0)) == []
+    assert _cut_warnings(lambda: model.evaluate(texts, labels, verbose=0)) == []
+
+
+def test_a_tagger_warns_once_for_its_words():
+    model = keras_bert.BertTokenClassifier(tiny_encoder(), 3, preprocessor=(
+        keras_bert.BertTokenClassifierPreprocessor(VOCAB, seq_length=6)))
+    words = [w.split() for w in LONG]
+    got = _cut_warnings(lambda: model.predict_words(words))
+    assert len(got) == 1 and got[0].startswith("BertTokenClassifier.predict(): 2 of 5 texts")

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertClassifier, BertPreprocessor
-from keras_bert.models.task_data import TaskInputError
+from keras_bert.checks import TaskInputError
 from keras_bert.training import AdamW, LinearWarmupDecay
 from tests import keras_files
 from tiny import NEGATIVE, POSITIVE, VOCAB, feed_forward_rows, tiny_encoder  # tests/models/tiny.py
@@ -159,8 +159,8 @@ def test_config_round_trip(model):
     (TEXTS[:2], [0], "same number of rows"),
     (TEXTS[:2], ["pos", "neg"], "not a number"),
     ("a great movie", [1], "single string"),
-    ((TEXTS[:2], TEXTS[:3]), [0, 1], r"equally long batches; got batch sizes \[2, 3\]"),
-    ([["a", "b", "c"], ["d", "e"]], [0, 1], "items hold 2, 3 texts"),
+    ((TEXTS[:2], TEXTS[:3]), [0, 1], "the batch sizes differ: texts_a has 2, texts_b has 3"),
+    ([["a", "b", "c"], ["d", "e"]], [0, 1], "items hold 2 or 3 texts"),
     ([1, 2], [0, 1], "holds int value 1 among its texts"),
 ])
 def test_bad_inputs_have_clear_errors(model, x, y, message):

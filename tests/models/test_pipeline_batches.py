@@ -1,5 +1,6 @@
-"""`keras_bert.models.task_data`: labels that are not numbers are named as the user wrote them;
-an empty batch of text in every form is the same tensors of no rows."""
+"""`keras_bert.models.pipeline_batches`: labels that are not numbers are named as the user
+wrote them; an empty batch of text in every form, read by the preprocessor, is empty; a batch
+with rows is not."""
 
 import numpy as np
 import pandas as pd
@@ -7,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.checks import TaskInputError
-from keras_bert.models.task_data import (is_empty, is_text, labels_array, text_segments,
-                                         zero_rows)
+from keras_bert.models.pipeline_batches import is_empty, labels_array, zero_rows
+from keras_bert.text.raw_inputs import read_raw_inputs
 
 
 @pytest.mark.parametrize("labels, shown", [
@@ -40,9 +41,9 @@ def test_numbers_become_32_bit_arrays():
     ((np.array([]), pd.Series([], dtype=object)), 2),
 ])
 def test_an_empty_batch_in_every_text_form_is_text_of_no_rows(empty, segments):
-    assert is_empty(empty) and is_text(empty)
-    got = text_segments(empty)
+    got = read_raw_inputs(empty, batched=True)
     assert [(t.dtype, tuple(t.shape)) for t in got] == [(tf.string, (0,))] * segments
+    assert is_empty(empty) and is_empty(got)
 
 
 @pytest.mark.parametrize("x", [[[]], [""], (["a"], []), {"input_word_ids": np.zeros([1, 4])},
@@ -52,7 +53,9 @@ def test_a_batch_with_rows_is_not_empty(x):
 
 
 def test_an_empty_tensor_of_numbers_is_not_text():
-    assert is_empty(tf.zeros([0], tf.int32)) and not is_text(tf.zeros([0], tf.int32))
+    assert is_empty(tf.zeros([0], tf.int32))
+    with pytest.raises(TaskInputError, match="texts must be strings"):
+        read_raw_inputs(tf.zeros([0], tf.int32), batched=True)
 
 
 def test_zero_rows_have_the_element_type():
