@@ -10,8 +10,12 @@ with the same functions:
 * ``read_metadata(directory)``: what else it records (``{}`` but for keras_bert's layout);
 * ``check_files(directory, metadata)``: `CheckpointError` when the files are not the ones
   the metadata was written with (keras_bert's layout; nothing to check in the others);
-* ``recorded_casing(directory)``: ``(what, do_lower_case)`` where the files say, else None;
-* ``vocab_file(directory)``: where the format keeps its vocabulary;
+* ``recorded_casing(directory)``: ``[(what, do_lower_case)]``, what the files say (``[]``:
+  nothing);
+* ``vocab_file(directory)``: where the format keeps its vocabulary (there or not);
+* ``vocabulary(directory)``: ``(vocab_path, tokens)``: the plain vocabulary file (one token a
+  line) when there is one, else the tokens when the format keeps them in another file (a
+  Hugging Face ``tokenizer.json``), else ``(None, None)``;
 * ``check_weights(directory)``: `CheckpointError` now when weights files are missing;
 * ``read_weights(directory, config)``: the canonical weights (Google's names), checked
   against ``config``.
@@ -20,8 +24,8 @@ Writers: `keras_bert_layout.write` (keras_bert), `google.write_directory`,
 `huggingface.write_directory`; ``save_to_preset`` chooses among them in
 `keras_bert.presets.preset_saver`.
 
-`open_directory` returns a `Preset`: the config, vocabulary path and casing read eagerly
-(cheap, and checked against each other at once), the weights read on demand.
+`open_directory` returns a `Preset`: the config, vocabulary and casing read eagerly (cheap,
+and checked against each other at once), the weights read on demand.
 """
 
 import os
@@ -29,6 +33,7 @@ import os
 from keras_bert import storage
 from keras_bert.checkpoints import casing, google, huggingface, keras_bert_layout, keras_hub
 from keras_bert.checkpoints.common import CheckpointError, check_vocab
+from keras_bert.vocab import load_vocabulary
 
 FORMATS = {  # recognised in this order: a keras_bert preset is also a Google directory
     "keras_bert": keras_bert_layout,
@@ -66,9 +71,12 @@ class Preset:
 
     Attributes: ``config`` (`BertConfig`), ``name``, ``source`` (the URL, package, handle,
     path or class it came from), ``path`` (the directory read, or None), ``format`` (a
-    `FORMATS` key, or None), ``vocab_path`` (or None), ``vocab_file`` (where the format
-    keeps its vocabulary, there or not), ``do_lower_case``, ``metadata`` (what else it
-    records: keras_bert.json's contents; a task preset's ``task`` and ``preprocessor``).
+    `FORMATS` key, or None), ``vocab_path`` (the vocabulary file, one token a line, or None),
+    ``tokens`` (the vocabulary when it is in no such file: a Hugging Face ``tokenizer.json``'s;
+    else None), ``vocab_file`` (where the format keeps its vocabulary, there or not),
+    ``do_lower_case``, ``metadata`` (what else it records: keras_bert.json's contents; a task
+    preset's ``task`` and ``preprocessor``). ``vocabulary`` is the list of tokens (from
+    either) or None, ``has_vocabulary`` says whether there is one.
 
     Example (`open_directory` returns one):
 
@@ -89,17 +97,29 @@ class Preset:
 
     def __init__(self, config, name=None, source=None, path=None, format=None,
                  vocab_path=None, vocab_file=None, do_lower_case=None, metadata=None,
-                 weights=None):
+                 weights=None, tokens=None):
         self.config = config
         self.name = name
         self.source = source
         self.path = path
         self.format = format
         self.vocab_path = vocab_path
+        self.tokens = tokens
         self.vocab_file = vocab_file or vocab_path
         self.do_lower_case = do_lower_case
         self.metadata = metadata or {}
         self._weights = weights
+
+    @property
+    def has_vocabulary(self):
+        return self.vocab_path is not None or self.tokens is not None
+
+    @property
+    def vocabulary(self):
+        """The tokens (id = position), or None when the preset has no vocabulary."""
+        if self.tokens is not None:
+            return list(self.tokens)
+        return None if self.vocab_path is None else load_vocabulary(self.vocab_path)
 
     def weights(self, config=None):
         """The canonical weights dict (Google's names and layouts), checked to fit ``config``
@@ -131,10 +151,6 @@ class Preset:
                 f"layers={layers}, hidden={hidden})")
 
 
-def _vocab(path):
-    return path if storage.isfile(path) else None
-
-
 def open_directory(directory, do_lower_case=None, require_weights=True, known_casing=None):
     """Opens ``directory`` in whatever format it holds, as a `Preset` (named after the
     directory); checks vocab size against config.
@@ -154,13 +170,15 @@ def open_directory(directory, do_lower_case=None, require_weights=True, known_ca
     module.check_files(directory, metadata)
     config = module.read_config(directory)
     vocab_file = module.vocab_file(directory)
-    recorded = module.recorded_casing(directory)
+    # What the files say of the casing; nothing to read when the caller decides it.
+    recorded = module.recorded_casing(directory) if do_lower_case is None else []
     if require_weights:
         module.check_weights(directory)
-    vocab = _vocab(vocab_file)
-    check_vocab(vocab, config, source=directory)
-    sources = [s for s in (recorded, known_casing) if s is not None]
-    lower = casing.resolve(sources, vocab, override=do_lower_case, where=directory)
+    vocab, tokens = module.vocabulary(directory)
+    check_vocab(vocab, config, source=directory, tokens=tokens, tokens_from=vocab_file)
+    sources = recorded + ([known_casing] if known_casing is not None else [])
+    lower = casing.resolve(sources, vocab or (vocab_file if tokens is not None else None),
+                           override=do_lower_case, where=directory, tokens=tokens)
     return Preset(config, name=os.path.basename(directory.rstrip("/")), source=directory,
                   path=directory, format=fmt, vocab_path=vocab, vocab_file=vocab_file,
-                  do_lower_case=lower, metadata=metadata)
+                  do_lower_case=lower, metadata=metadata, tokens=tokens)

@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from keras_bert import storage
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_shapes, read_json_object, require_file,
+    CheckpointError, build_config, check_shapes, plain_vocabulary, read_json_object,
+    require_file,
 )
 from keras_bert.config import BertConfig
 
@@ -196,11 +197,16 @@ def check_files(directory, metadata):
 
 def recorded_casing(directory):
     """Google's files do not record the casing (the registry or the vocabulary tells)."""
-    return None
+    return []
 
 
 def vocab_file(directory):
     return os.path.join(directory, VOCAB_FILE)
+
+
+def vocabulary(directory):
+    """``(vocab.txt, None)``, or ``(None, None)`` when there is none."""
+    return plain_vocabulary(vocab_file(directory))
 
 
 def check_weights(directory):

@@ -16,7 +16,7 @@ import numpy as np
 from keras_bert import storage
 from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_shapes, read_json_object,
+    CheckpointError, build_config, check_shapes, plain_vocabulary, read_json_object,
 )
 from keras_bert.config import BertConfig
 
@@ -74,20 +74,17 @@ def read_config(directory):
     ))
 
 
-def vocab_path(directory):
-    path = os.path.join(directory, VOCAB_FILE)
-    return path if storage.isfile(path) else None
-
-
 def recorded_casing(directory):
-    """``(what, do_lower_case)`` from ``tokenizer.json``'s ``lowercase``, or None."""
+    """``[(what, do_lower_case)]`` from ``tokenizer.json``'s ``lowercase``; ``[]`` when it
+    does not say."""
     path = os.path.join(directory, TOKENIZER_FILE)
     if not storage.isfile(path):
-        return None
+        return []
     config = read_json_object(path, "keras-hub tokenizer config").get("config")
     if not isinstance(config, dict):
         raise CheckpointError(f"{path}: no \"config\" object; not a keras-hub tokenizer file.")
-    return casing.recorded(path, "lowercase", config.get("lowercase"))
+    source = casing.recorded(path, "lowercase", config.get("lowercase"))
+    return [] if source is None else [source]
 
 
 _BLOCK = {
@@ -216,6 +213,11 @@ def check_files(directory, metadata):
 
 def vocab_file(directory):
     return os.path.join(directory, VOCAB_FILE)
+
+
+def vocabulary(directory):
+    """``(assets/tokenizer/vocabulary.txt, None)``, or ``(None, None)`` when there is none."""
+    return plain_vocabulary(vocab_file(directory))
 
 
 def check_weights(directory):

@@ -46,6 +46,7 @@ class BertTokenClassifier(Task):
     """
 
     preprocessor_cls = BertTokenClassifierPreprocessor
+    reads_pooled_output = False
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, **kwargs):
         self.num_classes = checks.count("num_classes", num_classes)
