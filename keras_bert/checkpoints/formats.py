@@ -17,6 +17,11 @@ with the same functions:
   line) when there is one, else the tokens when the format keeps them in another file (a
   Hugging Face ``tokenizer.json``), else ``(None, None)``;
 * ``check_weights(directory)``: `CheckpointError` now when weights files are missing;
+* ``list_variables(directory, config)``: ``(shapes, unexplained, source)``, the checkpoint's
+  variables in Google's names with their shapes, read without reading a tensor (Google: the
+  checkpoint reader's variable map; Hugging Face: the safetensors header; keras-hub: the h5
+  datasets), the names in the encoder's part that have no place for ``config``, and the
+  file; `Preset.check_variables` holds them to ``config`` with `common.check_shapes`;
 * ``read_weights(directory, config)``: the canonical weights (Google's names), checked
   against ``config``.
 
@@ -30,9 +35,11 @@ and checked against each other at once), the weights read on demand.
 
 import os
 
+import numpy as np
+
 from keras_bert import storage
 from keras_bert.checkpoints import casing, google, huggingface, keras_bert_layout, keras_hub
-from keras_bert.checkpoints.common import CheckpointError, check_vocab
+from keras_bert.checkpoints.common import CheckpointError, check_shapes, check_vocab
 from keras_bert.vocab import load_vocabulary
 
 FORMATS = {  # recognised in this order: a keras_bert preset is also a Google directory
@@ -129,21 +136,37 @@ class Preset:
         weights of another preset."""
         if self._weights is not None:
             return self._weights
+        config = config or self.config
+        self.check_variables(config)  # names and shapes first, from the file's index
+        module = FORMATS[self.format]
+        weights = module.read_weights(self.path, config)
+        module.check_files(self.path, self.metadata)
+        return weights
+
+    def variable_shapes(self, config=None):
+        """``{name: shape}`` of the checkpoint's variables (Google's names and layouts),
+        read without reading a tensor (see ``list_variables`` of the formats)."""
+        if self._weights is not None:
+            return {name: tuple(np.shape(value)) for name, value in self._weights.items()}
+        return self._list_variables(config or self.config)[0]
+
+    def check_variables(self, config=None):
+        """`CheckpointError` unless the checkpoint's variables fit ``config`` (default: the
+        preset's own) exactly, names and shapes (`common.check_shapes`), checked from the
+        file's index or header, before any tensor is read or any model built."""
+        config = config or self.config
+        if self._weights is not None:
+            return check_shapes(self.variable_shapes(), config, self.name)
+        shapes, unexplained, source = self._list_variables(config)
+        check_shapes(shapes, config, source, unexplained)
+
+    def _list_variables(self, config):
         if self.path is None:
             raise CheckpointError(
                 f"Preset {self.name!r} was opened without weights (require_weights=False); "
                 "load it again with weights to download them."
             )
-        module = FORMATS[self.format]
-        weights = module.read_weights(self.path, config or self.config)
-        module.check_files(self.path, self.metadata)
-        return weights
-
-    def variable_shapes(self):
-        """Shapes without values where the format allows (Google-style), else from weights()."""
-        if self.format in ("keras_bert", "google"):
-            return google.variable_shapes(google.find_checkpoint_prefix(self.path))
-        return {k: v.shape for k, v in self.weights().items()}
+        return FORMATS[self.format].list_variables(self.path, config)
 
     def __repr__(self):
         layers, hidden = self.config.num_hidden_layers, self.config.hidden_size

@@ -68,10 +68,18 @@ def _reader(prefix):
         ) from None
 
 
-def variable_shapes(prefix):
-    """``{name: shape}`` of the model variables in a checkpoint, without reading values."""
-    shapes = _reader(prefix).get_variable_to_shape_map()
-    return {k: tuple(v) for k, v in shapes.items() if _is_model_variable(k)}
+def variable_shapes(prefix, reader=None):
+    """``{name: shape}`` of the model variables in a checkpoint, from its index (the
+    variable map of TensorFlow's checkpoint reader), without reading values."""
+    reader = reader or _reader(prefix)
+    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items()
+              if _is_model_variable(k)}
+    if not shapes:
+        raise CheckpointError(
+            f"{prefix}: no bert/ or cls/ variables; this is not a Google BERT checkpoint "
+            "(TF2 Model Garden checkpoints use other names)."
+        )
+    return shapes
 
 
 def read_checkpoint(prefix, config=None):
@@ -80,13 +88,7 @@ def read_checkpoint(prefix, config=None):
     With ``config``, every variable's shape is checked against it before values are read.
     """
     reader = _reader(prefix)
-    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items()
-              if _is_model_variable(k)}
-    if not shapes:
-        raise CheckpointError(
-            f"{prefix}: no bert/ or cls/ variables; this is not a Google BERT checkpoint "
-            "(TF2 Model Garden checkpoints use other names)."
-        )
+    shapes = variable_shapes(prefix, reader)
     if config is not None:
         check_shapes(shapes, config, prefix)
     weights = {}
@@ -212,6 +214,14 @@ def vocabulary(directory):
 def check_weights(directory):
     """`CheckpointError` now when the checkpoint files are missing."""
     find_checkpoint_prefix(directory)
+
+
+def list_variables(directory, config):
+    """``(shapes, unexplained, source)``: the checkpoint's variables and their shapes, read
+    from its index alone (no tensor is read); nothing unexplained (Google's names are the
+    canonical ones)."""
+    prefix = find_checkpoint_prefix(directory)
+    return variable_shapes(prefix), [], prefix
 
 
 def read_weights(directory, config):

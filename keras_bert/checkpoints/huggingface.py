@@ -18,8 +18,10 @@ and ``tokenizer_config.json`` only), the WordPiece model of ``tokenizer.json``
 """
 
 import io
+import json
 import os
 import re
+import struct
 
 import numpy as np
 
@@ -72,6 +74,7 @@ _POOLER = [
     ("pooler/dense/bias", "pooler.dense.bias", False),
 ]
 _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+_MAX_HEADER = 100 << 20  # safetensors' own limit on the JSON header (100 MB)
 _HEADS = [
     ("cls/predictions/transform/dense/kernel", "cls.predictions.transform.dense.weight", True),
     ("cls/predictions/transform/dense/bias", "cls.predictions.transform.dense.bias", False),
@@ -102,6 +105,53 @@ def _normalize_key(key):
     return re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)
 
 
+def _tensor_shapes(directory):
+    """``({tensor name: shape}, the file)`` of the directory's weights, no tensor read."""
+    st_path = os.path.join(directory, SAFETENSORS_FILE)
+    if storage.isfile(st_path):
+        return safetensors_shapes(st_path), st_path
+    pt_path = os.path.join(directory, TORCH_FILE)
+    if storage.isfile(pt_path) and not storage.is_remote(pt_path):
+        torch = _torch(pt_path)
+        try:  # the pickle only: the tensors stay on disk
+            state = torch.load(pt_path, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as e:
+            raise CheckpointError(
+                f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
+            ) from None
+        return {k: tuple(v.shape) for k, v in state.items()}, pt_path
+    tensors, source = _load_tensors(directory)  # remote .bin: read; or the error naming files
+    return {k: tuple(v.shape) for k, v in tensors.items()}, source
+
+
+def safetensors_shapes(path):
+    """``{tensor name: shape}`` from a safetensors file's header (8 bytes of length, then a
+    JSON object), without reading the tensors."""
+    try:
+        with storage.open(path, "rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            if length > _MAX_HEADER:
+                raise ValueError(f"a header of {length} bytes")
+            header = json.loads(f.read(length))
+        return {name: tuple(entry["shape"]) for name, entry in header.items()
+                if name != "__metadata__"}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as e:
+        raise CheckpointError(
+            f"Cannot read the safetensors file {path}: {type(e).__name__}: {e}") from None
+
+
+def _torch(path):
+    try:
+        import torch
+    except ImportError:
+        raise CheckpointError(
+            f"{path} is a PyTorch pickle and torch is not installed; install the [hf] "
+            f"extra (pip install 'keras-bert-zoo[hf]', torch's CPU build) or convert it to "
+            f"{SAFETENSORS_FILE}."
+        ) from None
+    return torch
+
+
 def _load_tensors(directory):
     st_path = os.path.join(directory, SAFETENSORS_FILE)
     pt_path = os.path.join(directory, TORCH_FILE)
@@ -115,14 +165,7 @@ def _load_tensors(directory):
                 f"Cannot read the safetensors file {st_path}: {type(e).__name__}: {e}"
             ) from None
     if storage.isfile(pt_path):
-        try:
-            import torch
-        except ImportError:
-            raise CheckpointError(
-                f"{pt_path} is a PyTorch pickle and torch is not installed; install the [hf] "
-                f"extra (pip install 'keras-bert-zoo[hf]', torch's CPU build) or convert it to "
-                f"{SAFETENSORS_FILE}."
-            ) from None
+        torch = _torch(pt_path)
         try:
             state = torch.load(io.BytesIO(storage.read_bytes(pt_path)), map_location="cpu",
                                weights_only=True)
@@ -287,26 +330,43 @@ def vocabulary(directory):
     return None, (tokenizer.tokens if tokenizer is not None else None)
 
 
-def read_weights(directory, config):
-    """Reads a Hugging Face directory's weights into the canonical dict (checked against config)."""
-    tensors, source = _load_tensors(directory)
-    tensors = {_normalize_key(k): v for k, v in tensors.items()}
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-    if prefix == "" and "embeddings.word_embeddings.weight" not in tensors:
+def _placed(names, config, source):
+    """Where the (normalised) tensor ``names`` of a checkpoint go: ``([(google name, hf name,
+    transpose)], unexplained)``, the second the names inside the encoder with no place."""
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in names else ""
+    if prefix == "" and "embeddings.word_embeddings.weight" not in names:
         raise CheckpointError(
             f"{source}: no embeddings.word_embeddings.weight (nor bert.-prefixed); this is not a "
             "Hugging Face BERT checkpoint."
         )
-    weights, shapes, placed = {}, {}, set()
-    for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + _HEADS:
-        if hf not in tensors:
-            continue  # missing encoder names are reported by check_shapes below
+    # Missing encoder names are left to check_shapes, which reports them.
+    placed = [(google, hf, transpose) for google, hf, transpose
+              in name_map(config.num_hidden_layers, prefix) + _HEADS if hf in names]
+    taken = {hf for _, hf, _ in placed}
+    return placed, [k for k in names if k not in taken and _in_encoder(k, prefix)]
+
+
+def list_variables(directory, config):
+    """``(shapes, unexplained, source)`` of the weights file without reading its tensors:
+    the safetensors header (``pytorch_model.bin``: memory-mapped where it is local, else
+    read), shapes in Google's names and layouts."""
+    shapes, source = _tensor_shapes(directory)
+    shapes = {_normalize_key(k): v for k, v in shapes.items()}
+    placed, unexplained = _placed(shapes, config, source)
+    return ({google: shapes[hf][::-1] if transpose else shapes[hf]
+             for google, hf, transpose in placed}, unexplained, source)
+
+
+def read_weights(directory, config):
+    """Reads a Hugging Face directory's weights into the canonical dict (checked against config)."""
+    tensors, source = _load_tensors(directory)
+    tensors = {_normalize_key(k): v for k, v in tensors.items()}
+    placed, unexplained = _placed(tensors, config, source)
+    weights = {}
+    for google, hf, transpose in placed:
         value = np.asarray(tensors[hf], dtype=np.float32)
         weights[google] = value.T if transpose else value
-        shapes[google] = weights[google].shape
-        placed.add(hf)
-    unexplained = [k for k in tensors if k not in placed and _in_encoder(k, prefix)]
-    check_shapes(shapes, config, source, unexplained)
+    check_shapes({k: v.shape for k, v in weights.items()}, config, source, unexplained)
     return weights
 
 

@@ -200,4 +200,5 @@ detect = is_layout
 vocab_file = google.vocab_file
 vocabulary = google.vocabulary
 check_weights = google.check_weights
+list_variables = google.list_variables
 read_weights = google.read_weights

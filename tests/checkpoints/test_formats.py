@@ -72,3 +72,57 @@ def test_every_writer_writes_to_a_gfile_path_and_nothing_locally(tmp_path, monke
                                   encoder(INPUTS)["pooled_output"])
     assert again.vocabulary == VOCAB
     storage.rmtree(ram)
+
+
+def _tiny_directory(tmp_path, fmt):
+    from keras_bert.checkpoints import keras_bert_layout
+
+    encoder = tiny_encoder(seed=0)
+    path = str(tmp_path / fmt)
+    if fmt == "keras_bert":
+        keras_bert_layout.write(path, encoder.bert_config, encoder.get_canonical_weights())
+    else:
+        FORMATS[fmt].write_directory(path, encoder.bert_config, encoder.get_canonical_weights())
+    return path, encoder
+
+
+@pytest.mark.parametrize("fmt, data", [("keras_bert", "bert_model.ckpt.data-00000-of-00001"),
+                                       ("google", "bert_model.ckpt.data-00000-of-00001"),
+                                       ("huggingface", "model.safetensors")])
+def test_variables_are_listed_without_reading_a_tensor(tmp_path, fmt, data):
+    """The listing reads the checkpoint's index (the safetensors header) alone: with the
+    tensors cut off it still lists every variable, while reading the weights fails."""
+    from keras_bert.checkpoints import open_directory
+    from keras_bert.checkpoints.common import encoder_shapes
+
+    path, encoder = _tiny_directory(tmp_path, fmt)
+    whole = (tmp_path / fmt / data).read_bytes()
+    header = 8 + int.from_bytes(whole[:8], "little") if fmt == "huggingface" else 0
+    (tmp_path / fmt / data).write_bytes(whole[:header + 16])  # the tensors cut off
+    preset = open_directory(path)
+    assert preset.variable_shapes() == encoder_shapes(encoder.bert_config)
+    preset.check_variables()
+    with pytest.raises(CheckpointError, match=r"Cannot read .*" + data.split(".")[0]):
+        preset.weights()
+    with pytest.raises(CheckpointError, match=r"layer_0/intermediate/dense/kernel has shape "
+                       r"\(16, 32\) but the config expects \(16, 48\)"):
+        preset.check_variables(encoder.bert_config.replace(intermediate_size=48))
+
+
+def test_keras_hub_variables_are_listed_from_the_h5_datasets(tmp_path):
+    from keras_bert.checkpoints import keras_hub, open_directory
+    from keras_bert.checkpoints.common import encoder_shapes
+    from tests.dependencies import require
+
+    kh = require("keras_hub")
+    backbone = kh.models.BertBackbone(vocabulary_size=30, num_layers=2, num_heads=2,
+                                      hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
+    backbone.save_to_preset(str(tmp_path))
+    preset = open_directory(tmp_path)
+    assert preset.variable_shapes() == encoder_shapes(preset.config)
+    assert preset.variable_shapes() == {  # keras-hub's multi-head layouts, flattened
+        name: value.shape for name, value in keras_hub.backbone_to_canonical(backbone).items()}
+    _, unexplained, source = keras_hub.list_variables(str(tmp_path),
+                                                      preset.config.replace(num_hidden_layers=1))
+    assert source.endswith("model.weights.h5") and len(unexplained) == 16
+    assert all(name.startswith("layers/transformer_encoder_1/") for name in unexplained)

@@ -160,3 +160,68 @@ def test_a_fresh_pooler_is_not_saved_as_trained(no_pooler, tmp_path):
     task = keras_bert.BertTokenClassifier.from_preset(path, num_classes=2, preprocessor=None)
     task_saved = keras_bert.presets.load_preset(task.save_to_preset(str(tmp_path / "task")))
     assert not set(POOLER) & set(task_saved.weights())
+
+
+# ------------------------------------------------------------ checked before anything is built
+class _RecordingEncoder(BertEncoder):
+    """A BertEncoder that records every construction."""
+
+    built = []
+
+    def __init__(self, *args, **kwargs):
+        _RecordingEncoder.built.append(kwargs.get("name"))
+        super().__init__(*args, **kwargs)
+
+
+class _RecordingClassifier(BertClassifier):
+    encoder_cls = _RecordingEncoder
+
+
+def _checkpoint(tmp_path, fmt):
+    """A tiny checkpoint in ``fmt``, as its own tools write it."""
+    from keras_bert.checkpoints import google, huggingface
+
+    encoder = tiny_encoder(vocab_size=len(VOCAB))
+    if fmt == "keras_hub":
+        from tests.dependencies import require
+        from tests.presets.hub_servers import assign_to_backbone
+
+        keras_hub = require("keras_hub")
+        config = encoder.bert_config
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
+            num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
+            intermediate_dim=config.intermediate_size,
+            max_sequence_length=config.max_position_embeddings)
+        assign_to_backbone(backbone, encoder.get_canonical_weights())
+        backbone.save_to_preset(str(tmp_path / fmt))
+    elif fmt == "keras_bert":
+        encoder.save_to_preset(str(tmp_path / fmt))
+    else:
+        module = {"google": google, "huggingface": huggingface}[fmt]
+        module.write_directory(tmp_path / fmt, encoder.bert_config,
+                               encoder.get_canonical_weights())
+    return str(tmp_path / fmt)
+
+
+# A config whose weights would take 1.2 GB, and 13 s to build on 2 cores.
+HUGE = dict(num_hidden_layers=4, hidden_size=4096, num_attention_heads=64,
+            intermediate_size=16384)
+
+
+@pytest.mark.parametrize("fmt", ["keras_bert", "google", "huggingface", "keras_hub"])
+def test_weights_that_do_not_fit_the_config_fail_before_any_model_is_built(tmp_path, fmt):
+    from keras_bert.checkpoints import CheckpointError
+
+    path = _checkpoint(tmp_path, fmt)
+    _RecordingEncoder.built.clear()
+    with pytest.raises(CheckpointError, match=r"missing variable\(s\) bert/encoder/layer_2/.* "
+                       r"\(the checkpoint has 2 layers, the config says num_hidden_layers=4\)"):
+        _RecordingEncoder.from_preset(path, **HUGE)
+    with pytest.raises(CheckpointError, match=r"has shape \(\d+, 16\) but the config expects "
+                       r"\(\d+, 4096\)"):
+        _RecordingClassifier.from_preset(path, num_classes=2, preprocessor=None,
+                                         **dict(HUGE, num_hidden_layers=2))
+    assert _RecordingEncoder.built == []  # failed in the check, not after building
+    assert _RecordingEncoder.from_preset(path).bert_config.hidden_size == 16
+    assert len(_RecordingEncoder.built) == 1
