@@ -174,9 +174,50 @@ class Preset:
                 f"layers={layers}, hidden={hidden})")
 
 
+def _within(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _hub_cache_blobs(directory):
+    """The blobs of a Hugging Face Hub cache's repository when ``directory`` is one of its
+    snapshots (huggingface_hub's layout: ``models--<owner>--<name>/snapshots/<commit>/<file>``
+    links to ``models--<owner>--<name>/blobs/<hash>``), else None."""
+    snapshots = os.path.dirname(os.path.abspath(directory).rstrip(os.sep))
+    repository = os.path.dirname(snapshots)
+    if os.path.basename(snapshots) == "snapshots" and \
+            os.path.basename(repository).startswith("models--"):
+        return os.path.realpath(os.path.join(repository, "blobs"))
+    return None
+
+
+def check_links(directory):
+    """`CheckpointError` when a file that any format reads in the local ``directory`` (the
+    ``FILES`` of `FORMATS`) is a link to somewhere outside it, or lies under a linked folder
+    that is: a preset directory holds its files, and a ``vocab.txt`` linked to a system file
+    is neither read nor reported on. Links within the directory are followed, and so are the
+    links of a Hugging Face Hub cache's snapshot into the same repository's blobs (how
+    huggingface_hub lays out its cache). Object stores (``gs://``) have no links."""
+    directory = os.fspath(directory)
+    if storage.is_remote(directory):
+        return
+    roots = [os.path.realpath(directory), _hub_cache_blobs(directory)]
+    patterns = sorted({pattern for module in FORMATS.values() for pattern in module.FILES})
+    for pattern in patterns:
+        for path in storage.glob(os.path.join(directory, pattern)):
+            target = os.path.realpath(path)
+            if any(root and _within(target, root) for root in roots):
+                continue
+            how = ("is a link to" if os.path.islink(path)
+                   else "lies in a linked folder and leads to")
+            raise CheckpointError(
+                f"{path} {how} {target}, outside the preset directory {directory}: a preset's "
+                "files must lie inside it (links within it are fine). Copy the file in.")
+
+
 def open_directory(directory, do_lower_case=None, require_weights=True, known_casing=None):
     """Opens ``directory`` in whatever format it holds, as a `Preset` (named after the
-    directory); checks vocab size against config.
+    directory); checks vocab size against config. Its files must lie inside it
+    (`check_links`), checked before any is read.
 
     Casing comes from the directory's metadata, then ``known_casing`` (a ``(what,
     do_lower_case)`` from outside the directory, e.g. the registry entry of a registry
@@ -187,6 +228,7 @@ def open_directory(directory, do_lower_case=None, require_weights=True, known_ca
     without weights).
     """
     directory = os.fspath(directory)
+    check_links(directory)
     fmt = detect_format(directory)
     module = FORMATS[fmt]
     metadata = module.read_metadata(directory)

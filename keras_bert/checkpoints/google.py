@@ -23,6 +23,8 @@ from keras_bert.config import BertConfig
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 CHECKPOINT_PREFIX = "bert_model.ckpt"
+# Every file this format reads (see `keras_bert.checkpoints.formats.check_links`).
+FILES = (CONFIG_FILE, VOCAB_FILE, "*.ckpt*")
 
 _SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/ExponentialMovingAverage")
 

@@ -24,6 +24,9 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_FILE = "tokenizer.json"
 VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
+# Every file this format reads, keras-hub's loader among the readers (see
+# `keras_bert.checkpoints.formats.check_links`).
+FILES = ("*.json", "*.h5", os.path.join("assets", "*", "*"))
 
 
 def is_keras_hub_preset(directory):
