@@ -237,7 +237,18 @@ def read_config(directory):
 class TokenizerJson:
     """What keras_bert reads of a Hugging Face ``tokenizer.json`` (`read_tokenizer_json`):
     ``tokens`` (the WordPiece vocabulary, by id), and the ``BertNormalizer``'s ``lowercase``
-    and ``strip_accents`` (None where it does not say)."""
+    and ``strip_accents`` (None where it does not say).
+
+    >>> import json, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> with open(path, "w") as f:
+    ...     json.dump({"normalizer": {"type": "BertNormalizer", "lowercase": True},
+    ...                "model": {"type": "WordPiece", "vocab": {"[PAD]": 0, "the": 2,
+    ...                                                         "[UNK]": 1}}}, f)
+    >>> tokenizer = read_tokenizer_json(path)
+    >>> tokenizer.tokens, tokenizer.lowercase, tokenizer.strip_accents
+    (['[PAD]', '[UNK]', 'the'], True, None)
+    """
 
     def __init__(self, path, tokens, lowercase=None, strip_accents=None):
         self.path, self.tokens = path, tokens

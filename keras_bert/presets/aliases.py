@@ -85,10 +85,10 @@ class UnregisteredBertError(CheckpointError):
     """A TF Hub or Kaggle handle of one of Google's BERTs that is not a registered preset.
 
     >>> try:
-    ...     registry_name("https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-6_H-256_A-4/2")
+    ...     registry_name("https://tfhub.dev/tensorflow/small_bert/bert_en_cased_L-6_H-256_A-4/2")
     ... except UnregisteredBertError as error:
     ...     print(error)
-    https://tfhub.dev/.../bert_en_uncased_L-6_H-256_A-4/2 is Google's uncased_L-6_H-256_A-4, ...
+    https://tfhub.dev/.../bert_en_cased_L-6_H-256_A-4/2 is Google's cased_L-6_H-256_A-4, ...
     """
 
 
