@@ -23,7 +23,9 @@ with the same functions:
   datasets), the names in the encoder's part that have no place for ``config``, and the
   file; `Preset.check_variables` holds them to ``config`` with `common.check_shapes`;
 * ``read_weights(directory, config)``: the canonical weights (Google's names), checked
-  against ``config``.
+  against ``config``;
+* ``FILES``: the files it reads (glob patterns), which `check_links` holds inside the
+  directory.
 
 Writers: `keras_bert_layout.write` (keras_bert), `google.write_directory`,
 `huggingface.write_directory`; ``save_to_preset`` chooses among them in
@@ -156,8 +158,9 @@ class Preset:
         file's index or header, before any tensor is read or any model built."""
         config = config or self.config
         if self._weights is not None:
-            return check_shapes(self.variable_shapes(), config, self.name)
-        shapes, unexplained, source = self._list_variables(config)
+            shapes, unexplained, source = self.variable_shapes(), [], self.name
+        else:
+            shapes, unexplained, source = self._list_variables(config)
         check_shapes(shapes, config, source, unexplained)
 
     def _list_variables(self, config):

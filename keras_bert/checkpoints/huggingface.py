@@ -206,6 +206,11 @@ def config_from_json(path_or_dict):
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
         raise CheckpointError(f"{path}: model_type is {model_type!r}, not 'bert'.")
+    if values.get("is_decoder") or values.get("add_cross_attention"):
+        raise CheckpointError(
+            f"{path}: a BERT decoder (is_decoder/add_cross_attention: BertLMHeadModel, an "
+            "encoder-decoder's half), whose attention is causal; keras_bert's BertEncoder "
+            "attends both ways and would compute something else.")
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(f"{path}: position_embedding_type {position_type!r} is not "

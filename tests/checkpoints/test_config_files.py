@@ -81,3 +81,4 @@ def test_every_format_module_has_the_same_functions():
                          "recorded_casing", "vocab_file", "vocabulary", "check_weights",
                          "list_variables", "read_weights"):
             assert callable(getattr(module, function, None)), (name, function)
+        assert isinstance(module.FILES, tuple) and module.FILES, name

@@ -140,6 +140,16 @@ def test_pytorch_bin_is_read_with_torch(tmp_path):
                                   weights["bert/pooler/dense/kernel"])
 
 
+@pytest.mark.parametrize("key", ["is_decoder", "add_cross_attention"])
+def test_a_decoder_config_is_refused(key):
+    """transformers' BertLMHeadModel saves no pooler either, but its attention is causal."""
+    values = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "intermediate_size": 32, "vocab_size": 50, key: True}
+    with pytest.raises(CheckpointError, match=r"<dict>: a BERT decoder .* attends both ways"):
+        huggingface.config_from_json(values)
+    huggingface.config_from_json(dict(values, **{key: False}))
+
+
 def test_missing_weights_file_names_the_file(tmp_path):
     config = _small_config()
     huggingface.write_directory(tmp_path, config, _random_weights(config))

@@ -152,6 +152,18 @@ def test_offline_fails_fast_naming_the_url(monkeypatch, cache):
     assert not (cache / "toy").exists()
 
 
+def test_a_registered_small_bert_offline_fails_fast_naming_its_url(monkeypatch, cache):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("KERAS_BERT_BASE_URL", f"http://127.0.0.1:{port}")
+    with pytest.raises(DownloadError) as info:
+        BertEncoder.from_preset("bert_L6_H256")
+    url = f"http://127.0.0.1:{port}/2020_02_20/uncased_L-6_H-256_A-4.zip"
+    assert str(info.value).startswith(f"Cannot download {url}: [Errno {errno.ECONNREFUSED}]")
+    assert not (cache / "bert_L6_H256").exists()
+
+
 def test_architecture_without_weights_needs_no_download(monkeypatch, toy, cache):
     monkeypatch.setenv("KERAS_BERT_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
     encoder = BertEncoder.from_preset("toy", load_weights=False)
