@@ -71,6 +71,9 @@ class Task(PipelineModel):
     tokenizer_cls = BertTokenizer
     preprocessor_cls = BertPreprocessor
     preprocessor_defaults = {}
+    # Whether the head reads the encoder's pooled_output: from_preset of a checkpoint without
+    # a pooler warns that it starts fresh only when it does.
+    reads_pooled_output = True
 
     def __init__(self, *args, encoder=None, preprocessor=None, compile=True, **kwargs):
         # keras.Model's functional constructor drops keyword arguments it does not know.
