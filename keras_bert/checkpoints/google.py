@@ -29,7 +29,8 @@ FILES = (CONFIG_FILE, VOCAB_FILE, "*.ckpt*")
 _SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/ExponentialMovingAverage")
 
 
-# Task heads of Google's fine-tuning scripts (run_classifier.py) live outside bert/ and cls/.
+# Task heads of Google's fine-tuning scripts live outside bert/ (run_classifier.py's) or under
+# cls/ (run_squad.py's cls/squad/*): see keras_bert.checkpoints.task_heads.
 TASK_HEAD_VARIABLES = ("output_weights", "output_bias")
 
 
@@ -197,6 +198,12 @@ def read_metadata(directory):
 
 def check_files(directory, metadata):
     """Google's layout records nothing to check its files against."""
+
+
+def read_head(directory, metadata):
+    """Google's files do not say which task a head belongs to (its names tell what they can:
+    `keras_bert.checkpoints.task_heads`): None."""
+    return None
 
 
 def recorded_casing(directory):

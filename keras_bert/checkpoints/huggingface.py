@@ -5,7 +5,9 @@ Safetensors are read with ``safetensors.numpy``, so torch is not needed. A
 ``pytorch_model.bin`` is read only when torch is installed, with ``weights_only=True``.
 Both ``BertModel`` names (``embeddings.word_embeddings.weight``) and ``BertForPreTraining``
 names (``bert.embeddings...`` plus ``cls.predictions.*`` and ``cls.seq_relationship.*``) are
-understood, and so are the old LayerNorm names ``gamma``/``beta``. Dense weights are stored by
+understood, and so are the old LayerNorm names ``gamma``/``beta``; the task heads of the
+``BertFor*`` classes (``classifier.*``, ``qa_outputs.*``) are read under Google's names and
+``config.json`` says which task they belong to (`keras_bert.checkpoints.huggingface_heads`). Dense weights are stored by
 torch as ``[out, in]`` and transposed to Google's ``[in, out]``. A checkpoint of a model
 without a pooler (``BertForTokenClassification``, ``BertForQuestionAnswering``,
 ``BertForMaskedLM``) has no ``pooler.*``: its weights come without ``bert/pooler/*``.
@@ -29,7 +31,7 @@ from keras_bert import storage
 from keras_bert.checkpoints.common import (
     CheckpointError, build_config, check_shapes, read_json_object, require_file,
 )
-from keras_bert.checkpoints import huggingface_tokenizer
+from keras_bert.checkpoints import huggingface_heads, huggingface_tokenizer
 from keras_bert.checkpoints.huggingface_tokenizer import (
     TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, VOCAB_FILE,
 )
@@ -248,7 +250,8 @@ def _placed(names, config, source):
         )
     # Missing encoder names are left to check_shapes, which reports them.
     placed = [(google, hf, transpose) for google, hf, transpose
-              in name_map(config.num_hidden_layers, prefix) + _HEADS if hf in names]
+              in name_map(config.num_hidden_layers, prefix) + _HEADS + huggingface_heads.TASK_NAMES
+              if hf in names]
     taken = {hf for _, hf, _ in placed}
     return placed, [k for k in names if k not in taken and _in_encoder(k, prefix)]
 
@@ -293,30 +296,49 @@ def _in_encoder(key, prefix):
     return bool(prefix) or key.split(".")[0] in ("embeddings", "encoder", "pooler")
 
 
-def write_directory(directory, config, weights, vocab_path=None):
-    """Writes ``config.json``, ``model.safetensors`` and ``vocab.txt`` that transformers loads.
+def write_directory(directory, config, weights, vocab_path=None, head=None,
+                    do_lower_case=None, extra=None):
+    """Writes ``config.json``, ``model.safetensors`` and the tokenizer files (``vocab.txt``,
+    ``tokenizer.json``, ``tokenizer_config.json``: `huggingface_tokenizer.write_tokenizer`)
+    that transformers' ``Auto*`` classes load.
 
-    With pre-training head weights, the names are those of ``BertForPreTraining``.
+    The names are those of the transformers class of ``head``'s task (a `TaskHead`:
+    ``BertForSequenceClassification``, ...; see `huggingface_heads`); without one, those of
+    ``BertForPreTraining`` when ``weights`` hold pre-training heads, else ``BertModel``'s.
+    ``extra`` (keras_bert's task and preprocessor arguments) goes into ``config.json``.
     """
     from safetensors.numpy import save
 
     storage.makedirs(directory)
     has_heads = any(name.startswith("cls/") for name in weights)
-    prefix = "bert." if has_heads else ""
+    name = huggingface_heads.architecture(head, has_heads)
+    prefix = "" if name == "BertModel" else "bert."
+    names = name_map(config.num_hidden_layers, prefix)
+    if name in huggingface_heads.WITHOUT_POOLER:  # transformers builds these without one
+        names = [entry for entry in names if not entry[1].endswith(_POOLER_NAMES)]
+    if name == "BertForMaskedLM":
+        names += [entry for entry in _HEADS if entry[0].startswith("cls/predictions/")]
+    elif name in ("BertForPreTraining", "BertForNextSentencePrediction"):
+        names += _HEADS
+    names += huggingface_heads.head_names(name)
     tensors = {}
-    for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + (_HEADS if has_heads else []):
+    for google, hf, transpose in names:
         if google in weights:
             value = np.asarray(weights[google], dtype=np.float32)
             tensors[hf] = np.ascontiguousarray(value.T if transpose else value)
     storage.write_bytes(os.path.join(directory, SAFETENSORS_FILE),
                         save(tensors, metadata={"format": "pt"}))
     values = config_to_json(config)
-    if has_heads:
-        values["architectures"] = ["BertForPreTraining"]
+    values.update(huggingface_heads.config_values(name, head, config, extra))
     storage.write_json(os.path.join(directory, CONFIG_FILE), values)
     if vocab_path is not None:
-        storage.copy(vocab_path, os.path.join(directory, VOCAB_FILE))
+        huggingface_tokenizer.write_tokenizer(directory, vocab_path, do_lower_case,
+                                              config.max_position_embeddings)
     return directory
+
+
+_POOLER_NAMES = tuple(hf for _, hf, _ in _POOLER)
+
 
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 def detect(directory):
@@ -325,7 +347,18 @@ def detect(directory):
 
 
 def read_metadata(directory):
-    return {}
+    """keras_bert's task and preprocessor arguments that ``config.json`` keeps (see
+    `huggingface_heads.recorded_arguments`), or ``{}``."""
+    path = os.path.join(directory, CONFIG_FILE)
+    return huggingface_heads.recorded_arguments(read_json_object(path, "Hugging Face config"),
+                                                path)
+
+
+def read_head(directory, metadata):
+    """The `TaskHead` of the ``BertFor*`` class ``config.json`` names, or None."""
+    path = os.path.join(directory, CONFIG_FILE)
+    return huggingface_heads.read_head_values(read_json_object(path, "Hugging Face config"),
+                                              path)
 
 
 def check_files(directory, metadata):
