@@ -263,8 +263,8 @@ def load(handle, sha256=None, progress=True):
         try:
             checkpoint = open_directory(raw)
             checkpoint.name, checkpoint.source = str(handle), source
-            checkpoint.metadata = {"hub": {"handle": str(handle), "resolved": resolved,
-                                           "files": sorted(files)}}
+            checkpoint.metadata = {**checkpoint.metadata, "hub": {
+                "handle": str(handle), "resolved": resolved, "files": sorted(files)}}
             PresetSaver(out).save_preset(checkpoint)
         except CheckpointError as e:  # name the hub's file, not the temporary copy
             raise download.DownloadError(
