@@ -17,12 +17,7 @@ import tensorflow as tf
 
 from keras_bert import BertMaskedLM, BertPretrainer
 from keras_bert.checkpoints import google
-from tests.checkpoints.test_google import (  # noqa: F401  (google_bert is a fixture)
-    _V1Proxy,
-    _inputs,
-    _write_google_dir,
-    google_bert,
-)
+from tests.checkpoints.test_google import _V1Proxy, _inputs, _write_google_dir
 
 POSITIONS = np.array([[1, 3, 0], [2, 4, 5], [1, 6, 9], [1, 0, 0]], "int32")
 HEAD_VARIABLES = ["cls/predictions/output_bias", "cls/predictions/transform/LayerNorm/beta",
