@@ -34,7 +34,7 @@ sha256 of the files it goes with: `keras_bert.checkpoints.keras_bert_layout`). F
 directory that are not the format's (a training run's logs) stay.
 
 A format is one row of `WRITERS`: the function that writes a `Preset` into an empty
-directory, and the format's files (glob patterns) with the order they replace earlier ones.
+directory, and the files it replaces (glob patterns) with the order they replace earlier ones.
 
 >>> import tempfile
 >>> from keras_bert import BertConfig, BertEncoder
@@ -65,8 +65,9 @@ from keras_bert.checkpoints.task_heads import PREPROCESSOR_KEY, TASK_KEY
 
 Writer = collections.namedtuple("Writer", "write files first last")
 Writer.__doc__ = """How one format is saved: ``write(directory, preset)`` fills an empty
-directory; ``files`` are the format's files (glob patterns: an earlier save's that this one
-lacks are removed), ``first`` and ``last`` the ones moved first and last when a directory is
+directory; ``files`` are the files it replaces (glob patterns: those of an earlier save, in
+this format or another keras_bert writes, that this one lacks are removed), ``first`` and
+``last`` the ones moved first and last when a directory is
 replaced file by file (see `keras_bert.storage.replacing_dir`).
 
 >>> WRITERS["keras_bert"].first, WRITERS["keras_bert"].last
@@ -96,15 +97,15 @@ def _write_huggingface(directory, preset):
                                 do_lower_case=preset.do_lower_case, extra=kept or None)
 
 
-# Every file of the layouts keras_bert writes: a save in Google's or Hugging Face's layout
-# removes an earlier save's in another, which would be read first (keras_bert.json, then
-# bert_config.json) and no longer go with the new files.
+# Every file of the layouts keras_bert writes: a save in one removes an earlier save's files
+# in another, which would be read first (keras_bert.json, then bert_config.json) or by other
+# tools (transformers reads config.json) and no longer go with the new files.
 _WRITTEN_FILES = tuple(dict.fromkeys(
     keras_bert_layout.FILES + google.FILES + huggingface.FILES))
 
 # The formats a preset is saved in: {format: Writer}.
 WRITERS = {
-    "keras_bert": Writer(_write_keras_bert, keras_bert_layout.FILES, keras_bert_layout.FIRST,
+    "keras_bert": Writer(_write_keras_bert, _WRITTEN_FILES, keras_bert_layout.FIRST,
                          keras_bert_layout.LAST),
     "google": Writer(_write_google, _WRITTEN_FILES, (), (keras_bert_layout.INDEX_FILE,)),
     "huggingface": Writer(_write_huggingface, _WRITTEN_FILES, (), (huggingface.CONFIG_FILE,)),
