@@ -195,9 +195,11 @@ class ClassifierServing(TaskServing):
             self.model.activation.__name__ == "sigmoid")
         probabilities = outputs if sigmoided else tf.sigmoid(outputs)
         out = {"logits": outputs, "probabilities": probabilities}
-        if self.label_names is not None:
-            names = tf.broadcast_to(tf.constant(self.label_names), tf.shape(probabilities))
-            out["labels"] = tf.where(probabilities > 0.5, names, "")
+        if self.label_names is not None:  # (a gather, not a select, of strings: LiteRT has it)
+            count = len(self.label_names)
+            ids = tf.range(count)[None, :] + tf.zeros_like(probabilities, tf.int32)
+            chosen = tf.where(probabilities > 0.5, ids, count)  # count: the "" after the names
+            out["labels"] = tf.gather(tf.constant(self.label_names + [""]), chosen)
         return out
 
 

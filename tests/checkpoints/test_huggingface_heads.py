@@ -241,3 +241,33 @@ def test_masked_lm_and_pre_training_heads_go_out_to_transformers(tmp_path):
                 assert np.abs(got["nsp_logits"] - nsp).max() <= LIMIT
             mlm = got["mlm_logits"] if isinstance(got, dict) else got
             assert np.abs(mlm - want[rows, positions]).max() <= LIMIT, architecture
+
+
+# ------------------------------------------------------------ config.json, as written and read
+def test_config_json_describes_the_head():
+    from keras_bert import BertConfig
+    from keras_bert.checkpoints import CheckpointError, huggingface_heads
+    from keras_bert.checkpoints.task_heads import TaskHead
+
+    read = huggingface_heads.read_head_values
+    assert read({"architectures": ["BertModel"]}, "c") is None
+    assert read({}, "c") is None
+    regression = read({"architectures": ["BertForSequenceClassification"],
+                       "id2label": {"0": "LABEL_0"}}, "c")
+    assert (regression.problem_type, regression.label_names) == ("regression", None)
+    squad = read({"architectures": ["BertForQuestionAnswering"], "id2label": {"0": "x"}}, "c")
+    assert (squad.task, squad.label_names) == ("question-answering", None)
+    with pytest.raises(CheckpointError, match=r"c: problem_type is 'ranking'"):
+        read({"architectures": ["BertForSequenceClassification"], "problem_type": "ranking"},
+             "c")
+    with pytest.raises(CheckpointError, match=r"c: keras_bert is 3; expected an object"):
+        huggingface_heads.recorded_arguments({"keras_bert": 3}, "c")
+    # Unnamed labels are written as transformers names them, and read back as no names.
+    config = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=16)
+    head = TaskHead("token-classification", "BertTokenClassifier", num_labels=2, dropout=0.1)
+    values = huggingface_heads.config_values("BertForTokenClassification", head, config)
+    assert values == {"architectures": ["BertForTokenClassification"],
+                      "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
+                      "label2id": {"LABEL_0": 0, "LABEL_1": 1}, "classifier_dropout": None}
+    assert read(values, "c").label_names is None
