@@ -2,7 +2,9 @@
 or ``tokenizer.json``).
 
 Safetensors are read with ``safetensors.numpy``, so torch is not needed. A
-``pytorch_model.bin`` is read only when torch is installed, with ``weights_only=True``.
+``pytorch_model.bin`` is read only when torch is installed, with ``weights_only=True``. What
+transformers' TensorFlow classes wrote (``tf_model.h5``, or safetensors of their names) is
+read too (`keras_bert.checkpoints.huggingface_tf`).
 Both ``BertModel`` names (``embeddings.word_embeddings.weight``) and ``BertForPreTraining``
 names (``bert.embeddings...`` plus ``cls.predictions.*`` and ``cls.seq_relationship.*``) are
 understood, and so are the old LayerNorm names ``gamma``/``beta``; the task heads of the
@@ -31,7 +33,7 @@ from keras_bert import storage
 from keras_bert.checkpoints.common import (
     CheckpointError, build_config, check_shapes, read_json_object, require_file,
 )
-from keras_bert.checkpoints import huggingface_heads, huggingface_tokenizer
+from keras_bert.checkpoints import huggingface_heads, huggingface_tf, huggingface_tokenizer
 from keras_bert.checkpoints.huggingface_tokenizer import (
     TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, VOCAB_FILE,
 )
@@ -40,8 +42,9 @@ from keras_bert.config import BertConfig
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
+TF_FILE = huggingface_tf.TF_FILE
 # Every file this format reads (see `keras_bert.checkpoints.formats.check_links`).
-FILES = (CONFIG_FILE, SAFETENSORS_FILE, TORCH_FILE, VOCAB_FILE, TOKENIZER_CONFIG_FILE,
+FILES = (CONFIG_FILE, SAFETENSORS_FILE, TORCH_FILE, TF_FILE, VOCAB_FILE, TOKENIZER_CONFIG_FILE,
          TOKENIZER_FILE)
 
 # (Google name relative to the model, HF name relative to the model, transpose?)
@@ -121,6 +124,9 @@ def _tensor_shapes(directory):
                 f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
             ) from None
         return {k: tuple(v.shape) for k, v in state.items()}, pt_path
+    if not storage.isfile(pt_path) and storage.isfile(huggingface_tf.tf_file(directory)):
+        return huggingface_tf.h5_shapes(huggingface_tf.tf_file(directory)), \
+            huggingface_tf.tf_file(directory)
     tensors, source = _load_tensors(directory)  # remote .bin: read; or the error naming files
     return {k: tuple(v.shape) for k, v in tensors.items()}, source
 
@@ -175,9 +181,12 @@ def _load_tensors(directory):
                 f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
             ) from None
         return {k: v.float().numpy() for k, v in state.items()}, pt_path
+    tf_path = huggingface_tf.tf_file(directory)
+    if storage.isfile(tf_path):
+        return huggingface_tf.h5_tensors(tf_path), tf_path
     raise CheckpointError(
         f"No Hugging Face weights in {directory}: expected {SAFETENSORS_FILE} (or "
-        f"{TORCH_FILE}) beside {CONFIG_FILE}."
+        f"{TORCH_FILE}, or transformers' TensorFlow {TF_FILE}) beside {CONFIG_FILE}."
     )
 
 
@@ -241,7 +250,10 @@ def read_config(directory):
 
 def _placed(names, config, source):
     """Where the (normalised) tensor ``names`` of a checkpoint go: ``([(google name, hf name,
-    transpose)], unexplained)``, the second the names inside the encoder with no place."""
+    transpose)], unexplained)``, the second the names inside the encoder with no place.
+    Names of transformers' TensorFlow classes are placed by `huggingface_tf.placed`."""
+    if huggingface_tf.is_tf(names):
+        return huggingface_tf.placed(names, source)
     prefix = "bert." if "bert.embeddings.word_embeddings.weight" in names else ""
     if prefix == "" and "embeddings.word_embeddings.weight" not in names:
         raise CheckpointError(

@@ -67,7 +67,9 @@ def read_head_values(values, where):
     if not isinstance(architectures, list):
         raise CheckpointError(f"{where}: architectures is {architectures!r:.100}; expected a "
                               "list of class names.")
-    known = [name for name in architectures if name in ARCHITECTURES]
+    # (transformers' TensorFlow classes are TFBert*: the same heads and files' names)
+    known = [name[2:] if name.startswith("TFBert") else name for name in architectures]
+    known = [name for name in known if name in ARCHITECTURES]
     if not known or ARCHITECTURES[known[0]] is None:
         return None
     name = known[0]
