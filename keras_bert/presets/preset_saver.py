@@ -100,8 +100,9 @@ def _write_huggingface(directory, preset):
 # Every file of the layouts keras_bert writes: a save in one removes an earlier save's files
 # in another, which would be read first (keras_bert.json, then bert_config.json) or by other
 # tools (transformers reads config.json) and no longer go with the new files.
-_WRITTEN_FILES = tuple(dict.fromkeys(
-    keras_bert_layout.FILES + google.FILES + huggingface.FILES))
+# (Google's layout is keras_bert's without keras_bert.json; another checkpoint of a training
+# run, model.ckpt-<step>, is not one of these and stays.)
+_WRITTEN_FILES = tuple(dict.fromkeys(keras_bert_layout.FILES + huggingface.FILES))
 
 # The formats a preset is saved in: {format: Writer}.
 WRITERS = {
