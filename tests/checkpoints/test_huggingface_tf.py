@@ -37,11 +37,14 @@ def _fixture(name):
     return packed, {k: np.asarray(v, "float32") for k, v in expected["outputs"].items()}
 
 
-def _max_diff(got, want, mask=None):
+def _max_diff(got, want, mask=None, what=""):
+    """The max abs difference (real tokens only, with ``mask``); printed, for the parity
+    table of docs/benchmarks.md (``pytest -s``)."""
     diff = np.abs(np.asarray(got) - want)
     if mask is not None:
         diff = diff[np.broadcast_to(mask.reshape(mask.shape + (1,) * (diff.ndim - mask.ndim))
                                     .astype(bool), diff.shape)]
+    print(f"transformers 4.46.3 TensorFlow class parity, {what}: max abs diff {diff.max():.3g}")
     return diff.max()
 
 
@@ -52,27 +55,30 @@ def test_transformers_tensorflow_checkpoints_load_with_their_heads(name):
     directory = str(FIXTURES / name)
     if cls is BertEncoder:
         out = BertEncoder.from_preset(directory)(x)
-        assert _max_diff(out["sequence_output"], want["last_hidden_state"],
-                         x["input_mask"]) <= LIMIT
-        assert _max_diff(out["pooled_output"], want["pooler_output"]) <= LIMIT
+        assert _max_diff(out["sequence_output"], want["last_hidden_state"], x["input_mask"],
+                         "TFBertModel sequence_output") <= LIMIT
+        assert _max_diff(out["pooled_output"], want["pooler_output"],
+                         what="TFBertModel pooled_output") <= LIMIT
         return
     kwargs = {"num_choices": 3} if cls is BertMultipleChoice else {}
     model = cls.from_preset(directory, preprocessor=None, **kwargs)
     if cls in (BertMaskedLM, BertPretrainer):
         got = model.predict({**x, "masked_lm_positions": POSITIONS}, verbose=0)
         mlm = got["mlm_logits"] if cls is BertPretrainer else got
-        assert _max_diff(mlm, want.get("prediction_logits", want.get("logits"))) <= LIMIT
+        assert _max_diff(mlm, want.get("prediction_logits", want.get("logits")),
+                         what=f"{name} MLM logits") <= LIMIT
         if cls is BertPretrainer:
-            assert _max_diff(got["nsp_logits"], want["seq_relationship_logits"]) <= LIMIT
+            assert _max_diff(got["nsp_logits"], want["seq_relationship_logits"],
+                             what=f"{name} NSP logits") <= LIMIT
         return
     got = model.predict(x, verbose=0)
     if cls is BertSpanLabeler:
         for key in ("start_logits", "end_logits"):
-            assert _max_diff(got[key], want[key], x["input_mask"]) <= LIMIT, key
+            assert _max_diff(got[key], want[key], x["input_mask"], f"{name} {key}") <= LIMIT
         assert np.ptp(want["start_logits"]) > 1.0
         return
     mask = x["input_mask"] if cls is BertTokenClassifier else None
-    assert _max_diff(got, want["logits"], mask) <= LIMIT and np.ptp(want["logits"]) > 1.0
+    assert _max_diff(got, want["logits"], mask, name) <= LIMIT and np.ptp(want["logits"]) > 1.0
     if cls is BertClassifier:
         assert model.num_classes == 3
         assert model.label_names == ["negative", "neutral", "positive"]
