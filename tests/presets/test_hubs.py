@@ -204,7 +204,8 @@ def test_hf_repository_without_bert_weights_names_what_is_missing(monkeypatch, c
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     try:
         with pytest.raises(DownloadError, match=r"hf://org/docs holds no model\.safetensors or "
-                           r"pytorch_model\.bin; not a BERT checkpoint.*README\.md"):
+                           r"pytorch_model\.bin or tf_model\.h5; not a BERT checkpoint.*"
+                           r"README\.md"):
             load_preset("hf://org/docs", progress=False)
     finally:
         hub.close()
