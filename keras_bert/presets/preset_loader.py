@@ -173,7 +173,9 @@ class PresetLoader:
         """The task model ``cls`` (see `task_from_preset` for ``kwargs``): the encoder with
         its weights, the preprocessor (unless ``preprocessor`` is given), and the head: the
         checkpoint's when it holds one for the task (its arguments taken from it: see
-        `task_arguments`), else fresh, which one log line says."""
+        `task_arguments`), else fresh, which one log line says (INFO, logger
+        ``keras_bert.presets``: a fresh head is where fine-tuning starts, so it prints
+        nothing unless logging shows INFO)."""
         kwargs = dict(kwargs)
         preprocessor_given = "preprocessor" in kwargs
         preprocessor = kwargs.pop("preprocessor", None)
@@ -193,10 +195,10 @@ class PresetLoader:
             loaded = load_head_weights(model, self.load_weights(encoder.bert_config),
                                        source=self.path)
             if not loaded and model.head_variables():
-                log.warning("%s holds no %s head: %s's head (%s) starts fresh; train it "
-                            "before using its outputs.", self.path or self.name,
-                            getattr(cls, "head_task", None) or "task", cls.__name__,
-                            ", ".join(model.head_variables()))
+                log.info("%s holds no %s head: %s's head (%s) starts fresh; train it "
+                         "before using its outputs.", self.path or self.name,
+                         getattr(cls, "head_task", None) or "task", cls.__name__,
+                         ", ".join(model.head_variables()))
         return model
 
     def task_arguments(self, cls, config, kwargs, load_weights=True):

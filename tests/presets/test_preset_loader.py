@@ -338,7 +338,7 @@ def test_no_head_for_the_task_gives_a_fresh_one_said_once_in_the_log(tmp_path, c
                        r"take it from\."):
         _RecordingClassifier.from_preset(path)
     assert _RecordingEncoder.built == []
-    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+    with caplog.at_level(logging.INFO, logger="keras_bert"):
         model = BertClassifier.from_preset(path, num_classes=2, seq_length=16)
     said = [r.getMessage() for r in caplog.records if "starts fresh" in r.getMessage()]
     assert said == [f"{path} holds no sequence-classification head: BertClassifier's head "
@@ -346,6 +346,6 @@ def test_no_head_for_the_task_gives_a_fresh_one_said_once_in_the_log(tmp_path, c
                     "outputs."]
     caplog.clear()
     saved = model.save_to_preset(str(tmp_path / "classifier"))
-    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+    with caplog.at_level(logging.INFO, logger="keras_bert"):
         BertClassifier.from_preset(saved)
     assert not [r for r in caplog.records if "starts fresh" in r.getMessage()]
