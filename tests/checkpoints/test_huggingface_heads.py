@@ -3,7 +3,8 @@
 In: a directory that transformers writes for each ``BertFor*`` class (briefly trained, so that
 its logits differ clearly from text to text) loads with ``<Task>.from_preset`` alone, its
 arguments taken from the checkpoint (``num_classes``, ``id2label`` as ``label_names``,
-``problem_type``), and gives transformers' logits within 1e-4 (float32). Out:
+``problem_type``), and gives transformers' logits within 1e-4 (float32), its serving outputs
+naming the labels with ``id2label``. Out:
 ``save_to_preset(dir, format="huggingface")`` is read by transformers' ``AutoConfig``,
 ``AutoTokenizer`` and ``AutoModelFor...`` with the same logits and ids; and the round trips
 are exact both ways (transformers -> keras_bert -> transformers: the same tensors;
@@ -95,6 +96,36 @@ def _compare(name, got, want, mask):
     return diff, spread
 
 
+def _check_served_labels(name, model, lines, logits, names):
+    """The serving export names its labels with the checkpoint's id2label by default: the
+    serving outputs of the export's own adapter (`keras_bert.export.task_adapters`, run
+    eagerly: an export with the real vocabulary takes 15 s; tests/export/test_task_export.py
+    shows the SavedModel serves what the adapter gives)."""
+    from keras_bert.export import task_adapters
+
+    serving = task_adapters.for_model(model)  # no label_names given: the model's
+    texts = {"text": tf.constant(lines)}
+    inputs, extras = serving.pack(texts)
+    out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    if name == "classes":
+        want = [names[i] for i in logits.argmax(-1)]
+        assert [s.decode() for s in out["labels"].numpy()] == want
+        assert len(set(want)) > 1  # not one label for every text
+    elif name == "multi_label":
+        want = [[names[j] if logits[i, j] > 0 else "" for j in range(len(names))]
+                for i in range(len(lines))]
+        assert [[s.decode() for s in row] for row in out["labels"].numpy()] == want
+        assert 0 < sum(map(bool, sum(want, []))) < logits.size  # some named, not all
+    else:
+        first = model.preprocessor.first_piece_positions(
+            model.preprocessor.read_inputs(lines, batched=True)[0]).to_list()
+        want = [[names[logits[i, p].argmax()] if p >= 0 else "" for p in row]
+                for i, row in enumerate(first)]
+        got = [[s.decode() for s in row][:len(want[i])]
+               for i, row in enumerate(out["word_labels"].numpy())]
+        assert got == want and len(set(sum(want, []))) > 2
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_transformers_head_loads_exactly_and_goes_back_out(name, tmp_path):
     require("torch")
@@ -121,6 +152,8 @@ def test_a_transformers_head_loads_exactly_and_goes_back_out(name, tmp_path):
     print(f"{name}: transformers {architecture} -> {cls.__name__}: max abs diff {diff:.3g} "
           f"(logits spread {spread:.3g})")
     assert diff <= LIMIT and spread > 100 * LIMIT  # the outputs depend on the text
+    if want_names:
+        _check_served_labels(name, model, raw, got, want_names)
 
     # Out: transformers' Auto classes read it, with the same outputs, ids and config.
     out = tmp_path / "out"
@@ -159,51 +192,6 @@ def test_a_transformers_head_loads_exactly_and_goes_back_out(name, tmp_path):
     np.testing.assert_array_equal(back.predict(raw, verbose=0)["start_logits"] if name == "squad"
                                   else back.predict(raw, verbose=0),
                                   got["start_logits"] if name == "squad" else got)
-
-
-def test_the_export_serves_the_label_names_of_id2label(tmp_path):
-    """The serving export names its labels with the checkpoint's id2label by default: the
-    classifier's SavedModel; the multi-label classifier's and the tagger's serving outputs
-    (the same adapters, `keras_bert.export.task_adapters`, run eagerly: an export with the
-    real vocabulary takes 15 s)."""
-    require("torch")
-    require("transformers")
-    from keras_bert.export import task_adapters
-    from tests.checkpoints.transformers_dirs import write_transformers_dir
-
-    lines = _lines()[:6]
-    for name in ("classes", "multi_label", "tokens"):
-        architecture, cls, config = CASES[name]
-        packed = _preprocessor(cls)(lines)
-        directory, _, _ = write_transformers_dir(tmp_path / name, architecture, train_steps=20,
-                                                 train_on=_hf_batch(packed), **config)
-        model = cls.from_preset(str(directory), seq_length=SEQ)
-        names = list(config["id2label"].values())
-        logits = model.predict(lines, verbose=0)
-        if name == "classes":
-            served = tf.saved_model.load(model.export(str(tmp_path / "export" / "1")))
-            out = served.signatures["serving_default"](text=tf.constant(lines))
-            assert [s.decode() for s in out["labels"].numpy()] == [
-                names[i] for i in logits.argmax(-1)]
-            assert len(set(logits.argmax(-1))) > 1  # not one label for every text
-            continue
-        serving = task_adapters.for_model(model)
-        texts = {"text": tf.constant(lines)}
-        inputs, extras = serving.pack(texts)
-        out = serving.text_outputs(texts, inputs, extras, model(inputs))
-        if name == "multi_label":
-            want = [[names[j] if logits[i, j] > 0 else "" for j in range(len(names))]
-                    for i in range(len(lines))]
-            assert [[s.decode() for s in row] for row in out["labels"].numpy()] == want
-            assert 0 < sum(map(bool, sum(want, []))) < logits.size  # some named, not all
-        else:
-            first = model.preprocessor.first_piece_positions(
-                model.preprocessor.read_inputs(lines, batched=True)[0]).to_list()
-            want = [[names[logits[i, p].argmax()] if p >= 0 else "" for p in row]
-                    for i, row in enumerate(first)]
-            got = [[s.decode() for s in row][:len(want[i])]
-                   for i, row in enumerate(out["word_labels"].numpy())]
-            assert got == want and len(set(sum(want, []))) > 2
 
 
 def test_masked_lm_and_pre_training_heads_go_out_to_transformers(tmp_path):
