@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertPreprocessor
-from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer
+from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer, RequestLimits
 from keras_bert.serving.batching import length_class
 from tests.serving.clients import TIMEOUT, GrpcClient, outputs, run_concurrently, texts
 from tests.export.serving_models import SENTENCES, VOCAB, install_version
@@ -38,7 +38,8 @@ def bases(serving_models, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(bases):
-    with ModelServer(bases, grpc_port=0, max_request_batch=16, poll_wait_seconds=-1) as server:
+    with ModelServer(bases, grpc_port=0, limits=RequestLimits(max_request_batch=16),
+                     poll_wait_seconds=-1) as server:
         yield server
 
 
