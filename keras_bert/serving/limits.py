@@ -78,12 +78,13 @@ class RequestLimits:
         """Checks every string of a decoded numpy array of bytes."""
         if not self.max_text_bytes or array.dtype.kind not in "OS" or not array.size:
             return
-        flat = array.reshape(-1)
-        longest = max(range(flat.size), key=lambda i: len(flat[i]))
-        size = len(flat[longest])
-        if size > self.max_text_bytes:
-            position = [int(i) for i in divmod_index(longest, array.shape)]
-            self.check_text(size, key, position)
+        import numpy as np
+
+        sizes = np.fromiter((len(v) for v in array.flat), dtype=np.int64, count=array.size)
+        longest = int(sizes.argmax())
+        if sizes[longest] > self.max_text_bytes:
+            position = [int(i) for i in np.unravel_index(longest, array.shape)]
+            self.check_text(int(sizes[longest]), key, position)
 
     def check_tensor_proto(self, key, proto, itemsize):
         """Checks a TensorProto's declared shape before it is decoded: no negative dimension,
@@ -111,11 +112,3 @@ class RequestLimits:
             raise invalid(message + "; counted as TensorFlow expands it (the last value "
                           "repeated to fill the declared shape)")
 
-
-def divmod_index(flat_index, shape):
-    """The multi-index of a flat index in `shape` (numpy's unravel_index, without numpy)."""
-    position = []
-    for size in reversed(shape):
-        flat_index, i = divmod(flat_index, size)
-        position.append(i)
-    return list(reversed(position))

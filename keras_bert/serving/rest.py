@@ -11,8 +11,8 @@ available...). ``:classify`` and ``:regress`` answer 501. Connections are HTTP/1
 The framing is h11's (the HTTP/1.1 state machine under httpcore and uvicorn), not hand-written:
 Content-Length and chunked bodies are parsed strictly, and a request whose framing is wrong
 (conflicting Content-Lengths, both Content-Length and Transfer-Encoding, a transfer coding
-other than chunked, a bad chunk size, headers over 64 KiB) is answered 400 and its connection
-closed, so what follows it can never be read as a second request. A body over
+other than chunked, a bad chunk size) is answered 400, a request line and headers over
+16 KiB 431, and its connection closed, so what follows it can never be read as a second request. A body over
 ``--max_request_bytes`` is answered 413 before it is read (a declared Content-Length) or as
 soon as it passes the limit (chunked); a request that stalls (no byte for `read_timeout`
 seconds once it has begun) is answered 408 and closed; an idle keep-alive connection is
@@ -22,6 +22,7 @@ their ``--rest_api_timeout_in_ms``). The listen backlog takes bursts of connecti
 (`BACKLOG`). A predict request whose client closes its connection is dropped before it runs.
 """
 
+import http
 import json
 import logging
 import re
@@ -40,7 +41,7 @@ PREDICT_PATH = re.compile(_MODEL + r":(?P<method>classify|regress|predict)", re.
 STATUS_PATH = re.compile(_MODEL + r"(?P<metadata>/metadata)?", re.IGNORECASE)
 SERVER_NAME = b"keras_bert-model-server"
 BACKLOG = 1024  # connections the kernel queues before they are accepted
-MAX_HEAD_BYTES = 64 * 1024  # request line and headers
+MAX_HEAD_BYTES = 16 * 1024  # request line and headers
 MAX_CONNECTIONS = 1024
 
 
@@ -200,6 +201,10 @@ class RestServer:
                 return False
             if not isinstance(request, h11.Request):
                 return False
+            head = len(request.target) + sum(len(n) + len(v) for n, v in request.headers)
+            if head > MAX_HEAD_BYTES:
+                return self._fail(sock, connection, 431, f"the request line and headers have "
+                                  f"{head} bytes; this server takes at most {MAX_HEAD_BYTES}")
             limits = self.manager.limits
             headers = {}
             for name, value in request.headers:
@@ -326,7 +331,12 @@ class RestServer:
                    (b"Content-Length", str(len(data)).encode()), (b"Server", SERVER_NAME)]
         if close:
             headers.append((b"Connection", b"close"))
-        self._send(sock, connection, h11.Response(status_code=status, headers=headers))
+        try:
+            reason = http.HTTPStatus(status).phrase.encode()
+        except ValueError:
+            reason = b""
+        self._send(sock, connection, h11.Response(status_code=status, headers=headers,
+                                                  reason=reason))
         self._send(sock, connection, h11.Data(data=data))
         self._send(sock, connection, h11.EndOfMessage())
 
@@ -397,6 +407,7 @@ def _refuse(sock):
 
 
 def _not_here(method, path):
+    path = path if len(path) <= 200 else path[:200] + "..."
     if path.lower().startswith("/v1/"):
         return invalid(f"Malformed request: {method} {path}")
     return ServingError("NOT_FOUND", f"no such resource: {method} {path} (the API lives under "
