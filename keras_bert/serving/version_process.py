@@ -47,7 +47,16 @@ log = logging.getLogger("keras_bert.serving")
 
 
 class LoadError(Exception):
-    """A version that did not load or warm up in its process (the message says why)."""
+    """A version that did not load or warm up in its process (the message says why).
+
+    Example:
+
+    >>> import tempfile
+    >>> VersionProcess(tempfile.mkdtemp()).start()
+    Traceback (most recent call last):
+    ...
+    keras_bert.serving.version_process.LoadError: OSError: SavedModel file does not exist at: ...
+    """
 
 
 def _context():
@@ -255,7 +264,29 @@ class VersionProcess:
 
 class ProcessSignature(Signature):
     """A signature of a version served by a `VersionProcess`: checked here as a `Signature`
-    is, run in the process."""
+    is, run in the process.
+
+    Example:
+
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import tensorflow as tf
+    >>> from keras_bert.serving.servable import read_signature_defs
+    >>> class Doubler(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    ...     def double(self, x):
+    ...         return {"y": 2 * x}
+    >>> doubler = Doubler()
+    >>> path = tempfile.mkdtemp()
+    >>> tf.saved_model.save(doubler, path, signatures={"serving_default": doubler.double})
+    >>> process = VersionProcess(path, warmup=False)
+    >>> inputs = process.start()["serving_default"]
+    >>> signature = ProcessSignature("serving_default", process,
+    ...                              read_signature_defs(path)["serving_default"], inputs)
+    >>> signature.run(signature.check({"x": np.array([4.0], "float32")}))
+    {'y': array([8.], dtype=float32)}
+    >>> process.stop()
+    """
 
     def __init__(self, name, process, signature_def, inputs):
         self.process = process
@@ -272,20 +303,25 @@ def serve(conn, path, options):
     import gc
     import signal
 
+    from keras_bert.backend import quiet_native_stderr
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server: it stops us
     try:
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers the tf.text ops the graphs use)
 
-        if options["intra_op_threads"]:
-            tf.config.threading.set_intra_op_parallelism_threads(options["intra_op_threads"])
-        if options["inter_op_threads"]:
-            tf.config.threading.set_inter_op_parallelism_threads(options["inter_op_threads"])
-        loaded = tf.saved_model.load(path)
-        functions = dict(loaded.signatures)
-        specs = {key: dict(function.structured_input_signature[1])
-                 for key, function in functions.items()}
-        warmed = warm_up(functions, specs, path, options) if options["warmup"] else None
+        with quiet_native_stderr():  # TensorFlow's start-up notices (cuInit...) held back
+            if options["intra_op_threads"]:
+                tf.config.threading.set_intra_op_parallelism_threads(
+                    options["intra_op_threads"])
+            if options["inter_op_threads"]:
+                tf.config.threading.set_inter_op_parallelism_threads(
+                    options["inter_op_threads"])
+            loaded = tf.saved_model.load(path)
+            functions = dict(loaded.signatures)
+            specs = {key: dict(function.structured_input_signature[1])
+                     for key, function in functions.items()}
+            warmed = warm_up(functions, specs, path, options) if options["warmup"] else None
     except Exception as error:  # noqa: BLE001 - said to the server, which reports it
         conn.send(("failed", f"{type(error).__name__}: {error}"))
         conn.close()

@@ -18,7 +18,14 @@ import tensorflow as tf
 from keras_bert import BertPreprocessor
 from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer, RequestLimits
 from keras_bert.serving.batching import length_class
-from tests.serving.clients import TIMEOUT, GrpcClient, outputs, run_concurrently, texts
+from tests.serving.clients import (
+    TIMEOUT,
+    GrpcClient,
+    outputs,
+    predict_request,
+    run_concurrently,
+    texts,
+)
 from tests.export.serving_models import SENTENCES, VOCAB, install_version
 
 
@@ -313,3 +320,25 @@ def test_a_version_dropped_in_under_load_takes_over_with_no_failed_request(
     for version, got in seen:  # each answer is the one of the version it names
         _close(got, serving_models[f"sentiment_v{version}"][1])
     assert old.state in ("UNLOADING", "END")
+
+
+def test_a_request_whose_deadline_passed_stops_between_slices(bases):
+    """A 100,000-text request with a 0.3 s deadline: the client gets DEADLINE_EXCEEDED, and
+    the server stops computing it between two of its 1,563 slices of 64 rows, instead of
+    computing the rest (seconds of work) for nobody."""
+    limits = RequestLimits(max_request_batch=100_000)
+    with ModelServer(bases, grpc_port=0, limits=limits, num_request_threads=1,
+                     poll_wait_seconds=-1) as server:
+        client = GrpcClient(server.grpc_address)
+        with pytest.raises(grpc.RpcError) as error:
+            client.prediction.Predict(predict_request(
+                "sentiment", {"text": texts(SENTENCES * 12_500)}), timeout=0.3)
+        assert error.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        servable = server.manager.resolve("sentiment")
+        deadline = time.monotonic() + TIMEOUT
+        while not servable._queues["serving_default"].dropped and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert servable._queues["serving_default"].dropped == 1
+        assert _calls(server) < 1563
+        assert client.predict("sentiment", {"text": texts(["still serving"])}).outputs
+        client.close()
