@@ -181,6 +181,8 @@ class ModelManager:
                 model.serving = {}
         for servable in servables:
             servable.retire()
+        for servable in servables:  # their processes end: nothing is left running
+            servable.wait_unloaded(30)
 
     def _poll_forever(self):
         while not self._stop.wait(self.poll_wait_seconds):
