@@ -19,11 +19,12 @@ printed; the run fails unless there are none.
 The load run (``--parts=load``, after the throughput part by default) serves the model with
 the server's default flags and keeps --load_grpc_clients + --load_rest_clients clients asking
 (one text each, a --deadline_ms deadline) for --load_seconds per round, with a new version
-dropped in half-way through each round (a round goes on until the new version answers). It reports the requests, failures, overload answers,
-p50/p99 latency, the longest time without an answer (across the swap too), the memory of the
-server's processes (RSS of the server, PSS of it and its version processes) at the start and
-end of each round; how long clients with 1 s deadlines wait for their first answer after a
-cold start; a burst of --burst_requests requests at once (overload answered at once, served
+dropped in half-way through each round (a round goes on until the new version answers). It
+reports the requests, failures, overload answers, p50/p99 latency, the longest time without
+an answer (across the swap too), the memory of the server's processes (RSS of the server,
+PSS of it and its version processes) at the start and end of each round; how long clients
+with 1 s deadlines wait for their first answers from the server before it has answered
+anything (cold start: its start overlaps the throughput part); a burst of --burst_requests requests at once (overload answered at once, served
 again after it); --connections clients connecting at once; and the hostile requests of the
 server's probe, sent during the first round (each must be refused with a clear 4xx /
 INVALID_ARGUMENT while the clients go on, the memory under twice its idle figure). It fails
@@ -237,9 +238,9 @@ def main(argv):
         unknown = sorted(set(FLAGS.parts) - {"throughput", "load"})
         if unknown or not FLAGS.parts:
             raise SystemExit(f"serve.py: --parts takes throughput and load, got {FLAGS.parts}")
-        if "load" in FLAGS.parts:
-            load = _load_run(directory, path, texts)
-        try:
+        base = pathlib.Path(directory) / "load" / "model"
+        load_server = _load_server(path, base) if "load" in FLAGS.parts else None
+        try:  # the load run's server starts meanwhile, in its own process
             if "throughput" not in FLAGS.parts:
                 raise _Skip()
             groups = {"on": [], "off": ["--nobatch_group_by_length"]}
@@ -268,8 +269,14 @@ def main(argv):
                         best[name] = figures
         except _Skip:
             pass
+        except BaseException:
+            if load_server is not None:
+                load_server.stop()
+            raise
         finally:
             calls = {mode: _rows_per_call(server.stop()[1]) for mode, server in servers.items()}
+        if load_server is not None:
+            load = _load_run(load_server, path, base, texts)
     if best:
         _report(best, failures, calls)
     if load is not None:
@@ -286,17 +293,23 @@ class _Skip(Exception):
     pass
 
 
-def _load_run(directory, path, texts):
-    """The load run (see the module docstring); returns its figures."""
-    from benchmarks.common import serving_load
+def _load_server(path, base):
+    """The load run's `tools/serve.py` (default flags, polling `base`), started (not waited
+    for) with version 1 of the export at `path`."""
     from tests.serving.clients import ServerProcess
 
-    base = pathlib.Path(directory) / "load" / "model"
-    versions = [1]
     _install(path, base, 1)
-    server = ServerProcess("--model_name=model", f"--model_base_path={base}", "--port=0",
-                           f"--rest_api_port={_free_port()}",
-                           "--file_system_poll_wait_seconds=0.5")
+    return ServerProcess("--model_name=model", f"--model_base_path={base}", "--port=0",
+                         f"--rest_api_port={_free_port()}",
+                         "--file_system_poll_wait_seconds=0.5")
+
+
+def _load_run(server, path, base, texts):
+    """The load run (see the module docstring) on `server`; returns its figures. Its "cold
+    start" is the first answers of the server, which has answered nothing before."""
+    from benchmarks.common import serving_load
+
+    versions = [1]
     deadline = FLAGS.deadline_ms / 1000
     found = {"rounds": [], "deadline_ms": FLAGS.deadline_ms}
     try:
