@@ -1,8 +1,8 @@
 """keras_bert/serving/version_process.py through the manager: each SavedModel version loads,
-warms up (TF Serving's warm-up records, else one call per signature) and runs in a process of
-its own; the old version answers while the new one loads and warms up; a retired version's
-process ends (its memory with it); a version whose process died answers UNAVAILABLE and is
-loaded again at the next poll."""
+warms up (tests/serving/test_warmup.py) and runs in a process of its own; the old version
+answers while the new one loads and warms up; a retired version's process ends (its memory
+with it); a version whose process died answers UNAVAILABLE and is loaded again at the next
+poll."""
 
 import os
 import shutil
@@ -79,34 +79,6 @@ def test_a_version_runs_in_its_own_process_that_ends_when_it_is_retired(
     assert manager.resolve("sentiment").version == 2
     assert servable.wait_unloaded(WAIT) and servable.state == "END"
     assert _gone(pid), "the retired version's process is still running"
-
-
-def test_tf_servings_warmup_records_are_replayed_before_the_version_serves(
-        tmp_path, serving_models, managers):
-    source = serving_models["sentiment_v1"][0]
-    records = warmup_requests.text_records({"text": _spec()}, ["a great movie", "dull"])
-    version = _with_records(source, tmp_path / "warm" / "1", records)
-    manager = managers(ModelConfig("warm", str(version.parent)),
-                       num_request_iterations_for_warmup=3)
-    assert manager.resolve("warm").warmed_up == "2 warm-up record(s)"
-    cold = managers(ModelConfig("cold", str(version.parent)), enable_model_warmup=False)
-    assert cold.resolve("cold").warmed_up is None
-
-    # A record TF Serving would refuse (a signature the model lacks, wrong inputs) fails the
-    # load, as in TF Serving, naming the record.
-    bad = warmup_requests.predict_log({"text": np.array([b"a"], dtype=object)}, "nope")
-    _with_records(source, tmp_path / "bad" / "1", [records[0], bad])
-    wrong = warmup_requests.predict_log({"words": np.array([b"a"], dtype=object)})
-    _with_records(source, tmp_path / "wrong" / "1", [wrong])
-    for name, pattern in [("bad", r"record 1 asks for signature 'nope'; the SavedModel has "
-                                  r"\['serving_default', 'serving_ids'\]"),
-                          ("wrong", r"tf_serving_warmup_requests record 0 failed|words")]:
-        from keras_bert.serving import ServerConfigError
-
-        with pytest.raises(ServerConfigError, match=rf"version 1 at .*{name}/1 does not load: "
-                                                    rf".*({pattern})"):
-            ModelManager([ModelConfig(name, str(tmp_path / name))],
-                         poll_wait_seconds=-1).start()
 
 
 def _spec():
