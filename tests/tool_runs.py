@@ -16,9 +16,11 @@ stderr and gives 1, an exception that escapes prints its traceback and gives 1.
     assert startup.stderr == ""  # importing the script printed nothing
     assert bad.returncode == 1 and "FATAL Flags parsing error" in bad.stderr
 
-The cases share the process, as the tests of one script share a machine: a case sees what an
-earlier one left in memory (TensorFlow's devices, caches), never its flags. Keep at least one
-`run` per script, which checks what only a fresh process shows.
+The cases share the process: a case sees what an earlier one left in memory (TensorFlow's
+devices, caches, the C++ notices TensorFlow prints once per process), but not its flags, and
+each starts as a fresh process would in what it prints from Python (absl logging at INFO unless
+its flags say otherwise, Python warnings shown again). Keep at least one `run` per script,
+which checks what only a fresh process shows.
 """
 
 import json
@@ -76,12 +78,25 @@ tool = importlib.util.module_from_spec(spec)
 sys.modules["__tool__"] = tool
 results = [captured(lambda: spec.loader.exec_module(tool))]
 
+import warnings
+
 from absl import app, flags
+
+
+def parse(argv):
+    # As app.run's first parse: absl logs at INFO unless --verbosity says otherwise.
+    args = app.parse_flags_with_usage(argv)
+    if flags.FLAGS["verbosity"].using_default_value:
+        flags.FLAGS.verbosity = 0
+    return args
+
 
 for argv in cases:
     flags.FLAGS.unparse_flags()
+    warnings._filters_mutated()  # Python warnings already shown are shown again
+    warnings.onceregistry.clear()
     sys.argv = [script] + argv
-    results.append(captured(lambda: app.run(tool.main, argv=[script] + argv)))
+    results.append(captured(lambda: app.run(tool.main, argv=[script] + argv, flags_parser=parse)))
 
 with open(results_path, "w") as f:
     json.dump(results, f)
