@@ -85,6 +85,9 @@ class PipelineModel(keras.Model):
     preprocessor = None
     # Whether the preprocessor makes the labels of raw text (masked LM: the masked ids).
     preprocessor_makes_labels = False
+    # Whether fit/evaluate need labels (False: the loss reads the outputs alone, as in-batch
+    # negatives do).
+    needs_labels = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -187,7 +190,7 @@ class PipelineModel(keras.Model):
                 raise TaskInputError(f"{name} got an empty dataset: it yields no batches.")
         elif batching.is_empty(x):
             raise TaskInputError(f"{name} got no examples: x is an empty batch (0 rows).")
-        if y is not None or getattr(self, "loss", None) is None or (
+        if y is not None or getattr(self, "loss", None) is None or not self.needs_labels or (
                 raw and self.preprocessor_makes_labels):
             return
         if not isinstance(x, tf.data.Dataset):

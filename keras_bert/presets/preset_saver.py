@@ -122,6 +122,7 @@ class PresetSaver:
         weights = task.encoder.get_canonical_weights()
         weights.update(head_weights(task))
         metadata = {TASK_KEY: {"class_name": type(task).__name__, "config": task.head_config()}}
+        metadata.update(task.preset_metadata())
         if task.preprocessor is not None:
             config = task.preprocessor.get_config()
             metadata[PREPROCESSOR_KEY] = {k: config[k] for k in preprocessor_arguments(type(task))
