@@ -237,7 +237,7 @@ def default_description():
             "unsupported": None}
 
 
-def write(directory, config, weights, description, vocab_path=None, do_lower_case=True):
+def write(directory, config, weights, description, vocab_path=None, do_lower_case=None):
     """Writes a sentence-transformers folder into ``directory``: the encoder's Hugging Face
     files at its root (`keras_bert.checkpoints.huggingface.write_directory`), the tokenizer's
     config, and the modules of ``description`` (`describe`'s form) with the Dense weights
@@ -248,10 +248,12 @@ def write(directory, config, weights, description, vocab_path=None, do_lower_cas
     encoder = {k: v for k, v in weights.items() if k.startswith("bert/")}
     huggingface.write_directory(directory, config, encoder, vocab_path=vocab_path)
     max_seq_length = description.get("max_seq_length") or config.max_position_embeddings
-    storage.write_json(os.path.join(directory, TOKENIZER_CONFIG_FILE), {
-        "tokenizer_class": "BertTokenizer", "do_lower_case": bool(do_lower_case),
-        "model_max_length": int(max_seq_length), "cls_token": "[CLS]", "sep_token": "[SEP]",
-        "pad_token": "[PAD]", "unk_token": "[UNK]", "mask_token": "[MASK]"})
+    tokenizer = {"tokenizer_class": "BertTokenizer", "model_max_length": int(max_seq_length),
+                 "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                 "unk_token": "[UNK]", "mask_token": "[MASK]"}
+    if do_lower_case is not None:  # (unknown: transformers' default, lower case)
+        tokenizer["do_lower_case"] = bool(do_lower_case)
+    storage.write_json(os.path.join(directory, TOKENIZER_CONFIG_FILE), tokenizer)
     storage.write_json(os.path.join(directory, SBERT_CONFIG_FILE), {
         "max_seq_length": int(max_seq_length),
         "do_lower_case": bool(description.get("do_lower_case", False))})

@@ -291,12 +291,14 @@ class Task(PipelineModel):
         (`preset_defaults` reads it back). Nothing by default."""
         return {}
 
-    def save_to_preset(self, directory):
+    def save_to_preset(self, directory, format="keras_bert"):
         """Writes the encoder and the head (Google's names), the config, the vocabulary and
         the task's arguments in keras_bert's layout; ``from_preset(directory)`` loads it.
         An earlier preset in ``directory`` is replaced at once
-        (`keras_bert.presets.preset_saver`). Returns ``directory``."""
-        return PresetSaver(directory).save_task(self)
+        (`keras_bert.presets.preset_saver`). ``format="sentence_transformers"`` (a
+        `BertTextEmbedder`) writes a folder sentence-transformers loads. Returns
+        ``directory``."""
+        return PresetSaver(directory, format=format).save_task(self)
 
     def head_config(self):
         """The head's constructor arguments (the config without encoder and preprocessor)."""
