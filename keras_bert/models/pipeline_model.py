@@ -34,6 +34,7 @@ True
 import contextlib
 import functools
 import math
+import weakref
 
 import keras
 import numpy as np
@@ -92,6 +93,7 @@ class PipelineModel(keras.Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._preprocess_functions = {}
+        self._preprocess_owner = lambda: None  # (a weak reference to whose functions they are)
         self._cut_texts = truncation.CutCounter()
 
     @property
@@ -284,8 +286,12 @@ class PipelineModel(keras.Model):
     def _preprocess_now(self, texts):
         """In-memory raw input read by the preprocessor -> packed numpy inputs, through one
         traced function per input structure (so predict() on new texts of any count does not
-        trace again). A batch of no rows gets the model's input shapes (an empty batch of
-        choices cannot tell how many choices it has)."""
+        trace again), traced anew for a preprocessor set since. A batch of no rows gets the
+        model's input shapes (an empty batch of choices cannot tell how many choices it
+        has)."""
+        if self._preprocess_owner() is not self.preprocessor:  # model.preprocessor = ...
+            self._preprocess_functions.clear()
+            self._preprocess_owner = weakref.ref(self.preprocessor)
         signature = tuple(batching.batch_free_spec(t) for t in texts)
         key = repr(signature)
         if key not in self._preprocess_functions:
