@@ -60,9 +60,8 @@ class SentencePooling(keras.layers.Layer):
         for mode in self.modes:
             if mode == "cls":
                 # The first real token: position 0 unless the padding is on the left.
-                first = ops.argmax(ops.cast(input_mask, "int32"), axis=1)  # [batch]
-                vectors.append(ops.take_along_axis(
-                    tokens, ops.reshape(first, (-1, 1, 1)), axis=1)[:, 0, :])
+                first = ops.logical_and(ops.cumsum(mask, axis=1) == 1.0, mask > 0)
+                vectors.append(ops.sum(tokens * ops.cast(first, "float32"), axis=1))
             elif mode == "max":
                 vectors.append(ops.max(ops.where(mask > 0, tokens, float("-inf")), axis=1))
             else:
