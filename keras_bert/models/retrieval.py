@@ -14,7 +14,7 @@ matrix of scores goes in chunks of ``corpus_chunk_size`` rows.
 >>> import numpy as np
 >>> corpus = np.array([[1., 0.], [0., 1.], [1., 1.]], "float32")
 >>> semantic_search(np.array([[1., 0.1]], "float32"), corpus, top_k=2)
-[[{'corpus_id': 0, 'score': 0.995...}, {'corpus_id': 2, 'score': 0.774...}]]
+[[{'corpus_id': 0, 'score': 0.995...}, {'corpus_id': 2, 'score': 0.773...}]]
 """
 
 import numpy as np
