@@ -191,18 +191,20 @@ class BertTextEmbedder(Task):
         return out[0] if single else out
 
     def encode_query(self, texts, prompt_name=None, prompt=None, batch_size=32, verbose=0):
-        """`encode` with the ``"query"`` prompt when the model has one (and no other is
-        given), as sentence-transformers' ``encode_query``."""
+        """`encode` with the ``"query"`` prompt (none when the model has none: not the
+        default prompt either) unless another is given, as sentence-transformers'
+        ``encode_query``."""
         if prompt_name is None and prompt is None:
             prompt = self.prompts.get("query", "")
         return self.encode(texts, prompt_name, prompt, batch_size, verbose)
 
     def encode_document(self, texts, prompt_name=None, prompt=None, batch_size=32, verbose=0):
         """`encode` with the first of the ``"document"``, ``"passage"``, ``"corpus"``
-        prompts the model has (unless another is given), as sentence-transformers'
-        ``encode_document``."""
+        prompts the model has (none when it has none: not the default prompt either)
+        unless another is given, as sentence-transformers' ``encode_document``."""
         if prompt_name is None and prompt is None:
             prompt_name = next((n for n in DOCUMENT_PROMPTS if n in self.prompts), None)
+            prompt = "" if prompt_name is None else None
         return self.encode(texts, prompt_name, prompt, batch_size, verbose)
 
     def _prompt(self, prompt_name, prompt):

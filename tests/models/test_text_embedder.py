@@ -226,6 +226,9 @@ def test_prompts_go_before_the_texts_as_sentence_transformers_puts_them():
         embedder.encode(["cat"], prompt_name="passages")
     defaulted = _embedder(prompts={"query": "what "}, default_prompt_name="query")
     np.testing.assert_allclose(defaulted.encode(["cat sat"]), plain[1:2], atol=1e-6)
+    # (sentence-transformers' encode_document: no document prompt is no prompt, not the
+    # default one)
+    np.testing.assert_allclose(defaulted.encode_document(["cat sat"]), plain[:1], atol=1e-6)
 
 
 def test_similarity_and_search_are_sentence_transformers_util():
