@@ -337,15 +337,27 @@ def check_files(directory, metadata):
 
 
 def recorded_casing(directory):
-    """sentence_bert_config.json's ``do_lower_case`` when true, else the tokenizer's config."""
+    """``[(what, do_lower_case)]``: sentence_bert_config.json's ``do_lower_case`` when true
+    (it lower-cases every text first), else what the tokenizer's files say."""
     path = os.path.join(directory, SBERT_CONFIG_FILE)
     if storage.isfile(path) and read_json_object(path).get("do_lower_case") is True:
-        return casing.recorded(path, "do_lower_case", True)
+        return [casing.recorded(path, "do_lower_case", True)]
     return huggingface.recorded_casing(_transformer_dir(directory))
 
 
 def vocab_file(directory):
     return huggingface.vocab_file(_transformer_dir(directory))
+
+
+def vocabulary(directory):
+    """The Transformer module's vocabulary (`huggingface.vocabulary`)."""
+    return huggingface.vocabulary(_transformer_dir(directory))
+
+
+def list_variables(directory, config):
+    """The Transformer module's variables (`huggingface.list_variables`); the Dense modules'
+    are checked when read."""
+    return huggingface.list_variables(_transformer_dir(directory), config)
 
 
 def check_weights(directory):
