@@ -112,10 +112,12 @@ def test_one_vocabulary_source(errors):
 
 @pytest.fixture(scope="module")
 def copies(corpus, tmp_path_factory):
-    """Eight copies of the corpus, as eight files: a run long enough to interrupt."""
+    """64 copies of the corpus, as 64 files: a run long enough to interrupt after its first
+    chunk even when this process is slow to read that chunk's line (a loaded machine); an
+    interrupted run reads no more than it did with fewer files."""
     folder = tmp_path_factory.mktemp("copies")
     text = (corpus / "a.txt").read_text() + "\n" + (corpus / "b.txt").read_text()
-    for i in range(8):
+    for i in range(64):
         (folder / f"part-{i}.txt").write_text(text)
     return folder
 
