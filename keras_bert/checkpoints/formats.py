@@ -32,8 +32,8 @@ with the same functions:
   directory.
 
 Writers: `keras_bert_layout.write` (keras_bert), `google.write_directory`,
-`huggingface.write_directory`; ``save_to_preset(directory, format=...)`` chooses among them in
-`keras_bert.presets.preset_saver`.
+`huggingface.write_directory`, `sentence_transformers.write`; ``save_to_preset(directory,
+format=...)`` chooses among them in `keras_bert.presets.preset_saver`.
 
 `open_directory` returns a `Preset`: the config, vocabulary and casing read eagerly (cheap,
 and checked against each other at once), the weights read on demand.
@@ -44,7 +44,8 @@ import os
 import numpy as np
 
 from keras_bert import storage
-from keras_bert.checkpoints import casing, google, huggingface, keras_bert_layout, keras_hub
+from keras_bert.checkpoints import (casing, google, huggingface, keras_bert_layout, keras_hub,
+                                    sentence_transformers)
 from keras_bert.checkpoints.common import CheckpointError, check_shapes, check_vocab
 from keras_bert.vocab import load_vocabulary
 
@@ -52,6 +53,7 @@ FORMATS = {  # recognised in this order: a keras_bert preset is also a Google di
     "keras_bert": keras_bert_layout,
     "google": google,
     "keras_hub": keras_hub,
+    "sentence_transformers": sentence_transformers,  # a Hugging Face checkpoint and more
     "huggingface": huggingface,
 }
 

@@ -291,6 +291,19 @@ class Task(PipelineModel):
         """
         return task_from_preset(cls, preset, load_weights=load_weights, **kwargs)
 
+    @classmethod
+    def preset_defaults(cls, metadata):
+        """The arguments (head and preprocessor) ``from_preset`` gives this class from what a
+        preset records besides its weights (``metadata``, `Preset.metadata`), below the
+        caller's and those of a preset saved from this class. None by default; a
+        sentence-transformers model gives `BertTextEmbedder` its pooling."""
+        return {}
+
+    def preset_metadata(self):
+        """What ``save_to_preset`` records of this model besides its arguments and weights
+        (`preset_defaults` reads it back). Nothing by default."""
+        return {}
+
     def save_to_preset(self, directory, format="keras_bert"):
         """Writes the encoder, the head, the config, the vocabulary and the task's arguments
         to ``directory`` in ``format``; ``from_preset(directory)`` loads it back, and
@@ -300,10 +313,11 @@ class Task(PipelineModel):
         ``format``: ``"keras_bert"`` (Google's layout plus ``keras_bert.json``, with every
         argument of the task and its preprocessor), ``"huggingface"`` (transformers'
         ``AutoModelFor...``, ``AutoTokenizer`` and ``AutoConfig`` read it: the ``BertFor*``
-        class of the task, ``id2label`` from ``label_names``) or ``"google"`` (what
+        class of the task, ``id2label`` from ``label_names``), ``"google"`` (what
         ``run_classifier.py``/``run_squad.py`` read: ``output_weights`` or
-        ``cls/squad/*``; no label names)."""
-        return PresetSaver(directory, format).save_task(self)
+        ``cls/squad/*``; no label names) or ``"sentence_transformers"`` (a
+        `BertTextEmbedder`: a folder sentence-transformers loads)."""
+        return PresetSaver(directory, format=format).save_task(self)
 
     def head_config(self):
         """The head's constructor arguments (the config without encoder and preprocessor)."""

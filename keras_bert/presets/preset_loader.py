@@ -180,6 +180,9 @@ class PresetLoader:
         preprocessor_given = "preprocessor" in kwargs
         preprocessor = kwargs.pop("preprocessor", None)
         check_task_kwargs(cls, kwargs)
+        saved_task = self.metadata.get(TASK_KEY) or {}
+        if saved_task.get("class_name") != cls.__name__:  # what else the preset records
+            kwargs = {**cls.preset_defaults(self.metadata), **kwargs}
         overrides = {k: kwargs.pop(k) for k in _config_fields() if k in kwargs}
         pre_args = {k: kwargs.pop(k) for k in preprocessor_arguments(cls) if k in kwargs}
         encoder_args = {k: kwargs.pop(k) for k in ENCODER_ARGUMENTS if k in kwargs}

@@ -56,8 +56,10 @@ import numpy as np
 
 from keras_bert import storage, vocab
 from keras_bert.checks import keyword_parameters
-from keras_bert.checkpoints import google, huggingface, keras_bert_layout, task_heads
-from keras_bert.checkpoints.common import POOLER, check_vocab
+from keras_bert.checkpoints import (
+    google, huggingface, keras_bert_layout, sentence_transformers, task_heads,
+)
+from keras_bert.checkpoints.common import POOLER, CheckpointError, check_vocab
 from keras_bert.checkpoints.formats import Preset
 # keras_bert.json keys of a task preset: the task (class, kind and head arguments) and the
 # preprocessor's arguments.
@@ -97,12 +99,34 @@ def _write_huggingface(directory, preset):
                                 do_lower_case=preset.do_lower_case, extra=kept or None)
 
 
+def _write_sentence_transformers(directory, preset):
+    """A sentence-transformers folder: the embedding a `BertTextEmbedder` (or a
+    sentence-transformers preset) describes; an encoder alone gets mean pooling, as
+    sentence-transformers gives a plain BERT. Another task's head has no place in it."""
+    description = preset.metadata.get(sentence_transformers.METADATA_KEY)
+    task = (preset.metadata.get(TASK_KEY) or {}).get("class_name")
+    if description is None and task is not None:
+        raise CheckpointError(
+            f"A sentence-transformers model is an embedder (pooling, projections, "
+            f"normalization); a {task}'s head has no place in it. Save a BertTextEmbedder, "
+            "or this model in another format.")
+    sentence_transformers.write(
+        directory, preset.config, preset.weights(),
+        description or sentence_transformers.default_description(),
+        vocab_path=preset.vocab_path, do_lower_case=preset.do_lower_case)
+
+
 # Every file of the layouts keras_bert writes: a save in one removes an earlier save's files
-# in another, which would be read first (keras_bert.json, then bert_config.json) or by other
-# tools (transformers reads config.json) and no longer go with the new files.
-# (Google's layout is keras_bert's without keras_bert.json; another checkpoint of a training
-# run, model.ckpt-<step>, is not one of these and stays.)
-_WRITTEN_FILES = tuple(dict.fromkeys(keras_bert_layout.FILES + huggingface.FILES))
+# in another, which would be read first (keras_bert.json, then bert_config.json;
+# sentence-transformers' modules.json) or by other tools (transformers reads config.json) and
+# no longer go with the new files. (Google's layout is keras_bert's without keras_bert.json;
+# another checkpoint of a training run, model.ckpt-<step>, is not one of these and stays; so
+# do folders such as 1_Pooling/, which nothing reads without modules.json, but for a
+# sentence-transformers save, which writes its own.)
+_ST_MODULE_FILES = "[0-9]*_*/*"
+_WRITTEN_FILES = tuple(dict.fromkeys(
+    keras_bert_layout.FILES + huggingface.FILES
+    + tuple(f for f in sentence_transformers.FILES if f != _ST_MODULE_FILES)))
 
 # The formats a preset is saved in: {format: Writer}.
 WRITERS = {
@@ -110,6 +134,9 @@ WRITERS = {
                          keras_bert_layout.LAST),
     "google": Writer(_write_google, _WRITTEN_FILES, (), (keras_bert_layout.INDEX_FILE,)),
     "huggingface": Writer(_write_huggingface, _WRITTEN_FILES, (), (huggingface.CONFIG_FILE,)),
+    "sentence_transformers": Writer(_write_sentence_transformers,
+                                    _WRITTEN_FILES + (_ST_MODULE_FILES,), (),
+                                    sentence_transformers.LAST),
 }
 
 
@@ -120,7 +147,7 @@ class PresetSaver:
         directory: where the preset goes: absent, empty, or holding an earlier preset (which
             the new one replaces at once; see the module docstring) and other files (which
             stay).
-        format: a key of `WRITERS`.
+        format: a key of `WRITERS` (``-`` for ``_`` too: ``"sentence-transformers"``).
 
     Example:
 
@@ -135,6 +162,7 @@ class PresetSaver:
     """
 
     def __init__(self, directory, format="keras_bert"):
+        format = format.replace("-", "_") if isinstance(format, str) else format
         if format not in WRITERS:
             raise ValueError(f"Unknown preset format {format!r}; presets are saved in "
                              f"{', '.join(map(repr, WRITERS))}.")
@@ -161,6 +189,7 @@ class PresetSaver:
         metadata = {TASK_KEY: {"class_name": type(task).__name__, "config": head_config}}
         if kind is not None:
             metadata[TASK_KEY]["head"] = kind
+        metadata.update(task.preset_metadata())
         if task.preprocessor is not None:
             config = task.preprocessor.get_config()
             metadata[PREPROCESSOR_KEY] = {k: config[k] for k in preprocessor_arguments(type(task))
