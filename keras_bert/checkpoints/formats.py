@@ -26,9 +26,11 @@ Writers: `keras_bert_layout.write` (keras_bert), `google.write_directory`,
 
 import os
 
+import numpy as np
+
 from keras_bert import storage
 from keras_bert.checkpoints import casing, google, huggingface, keras_bert_layout, keras_hub
-from keras_bert.checkpoints.common import CheckpointError, check_vocab
+from keras_bert.checkpoints.common import CheckpointError, check_shapes, check_vocab
 
 FORMATS = {  # recognised in this order: a keras_bert preset is also a Google directory
     "keras_bert": keras_bert_layout,
@@ -106,8 +108,12 @@ class Preset:
         (default: the preset's own) exactly: nothing missing, nothing the config has no
         place for. Read from the directory, then its files checked again (see
         ``check_files`` of the format), so that a save over it meanwhile is an error, not
-        weights of another preset."""
+        weights of another preset. Weights held in memory are checked against ``config``
+        alike (when it is given)."""
         if self._weights is not None:
+            if config is not None:
+                check_shapes({k: np.shape(v) for k, v in self._weights.items()}, config,
+                             self.name or self.source)
             return self._weights
         if self.path is None:
             raise CheckpointError(

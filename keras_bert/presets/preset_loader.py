@@ -120,7 +120,7 @@ class PresetLoader:
         config = self.load_config(overrides)
         model = cls(config, **kwargs)
         if load_weights:
-            model.set_canonical_weights(self.load_weights(config), source=self.path)
+            model.set_canonical_weights(self.load_weights(config), source=self.path or self.name)
         if record:
             model.vocab_path = self.vocab_path  # reads the tokens into model.vocabulary
             model.do_lower_case = self.do_lower_case
@@ -173,7 +173,8 @@ class PresetLoader:
             preprocessor = self.load_preprocessor(cls, **pre_args)
         model = cls(encoder, preprocessor=preprocessor, **head_args)
         if load_weights:
-            load_head_weights(model, self.load_weights(encoder.bert_config), source=self.path)
+            load_head_weights(model, self.load_weights(encoder.bert_config),
+                              source=self.path or self.name)
         return model
 
 
