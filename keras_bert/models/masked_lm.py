@@ -62,7 +62,7 @@ class BertMaskedLM(Task):
     >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
     ...      "input_type_ids": np.zeros_like(ids), "masked_lm_positions": np.array([[2]])}
     >>> model.predict(x, verbose=0).shape  # [batch, masked positions, vocab_size]
-    (1, 1, 89)
+    (1, 1, 92)
     """
 
     trim_predictions = True  # one row per example: predict and serving cut the padding

@@ -31,7 +31,7 @@ class BertPretrainer(Task):
     ...      "input_type_ids": np.array([[0, 0, 0, 0, 1, 1]]),
     ...      "masked_lm_positions": np.array([[2, 4]])}
     >>> {k: v.shape for k, v in model.predict(x, verbose=0).items()}
-    {'mlm_logits': (1, 2, 89), 'nsp_logits': (1, 2)}
+    {'mlm_logits': (1, 2, 92), 'nsp_logits': (1, 2)}
     """
 
     trim_predictions = True  # one row per example: predict and serving cut the padding

@@ -1,6 +1,6 @@
 """``tiny_random``: a built-in preset with random weights, for examples and tests.
 
-A 2-layer BERT (hidden size 16, 2 heads) on an 89-token English vocabulary
+A 2-layer BERT (hidden size 16, 2 heads) on a 92-token English vocabulary
 (``tiny_random_vocab.txt`` beside this module: BERT's special tokens, punctuation, a few
 dozen common words such as "a great movie", "dull", "paris is big", "he ran home", and some
 ``##`` suffixes), uncased. It ships with the package: nothing is downloaded, and its
