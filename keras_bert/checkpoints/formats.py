@@ -74,19 +74,16 @@ class Preset:
 
     Example (`open_directory` returns one):
 
-    >>> import tempfile
-    >>> from keras_bert import BertConfig, BertEncoder
+    >>> import os, tempfile
+    >>> from keras_bert import BertEncoder
     >>> from keras_bert.checkpoints import open_directory
-    >>> config = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                     num_attention_heads=2, intermediate_size=16)
-    >>> path = tempfile.mkdtemp()
-    >>> BertEncoder(config).save_to_preset(path) == path
-    True
+    >>> encoder = BertEncoder.from_preset("tiny_random")
+    >>> path = encoder.save_to_preset(tempfile.mkdtemp())
     >>> preset = open_directory(path)
-    >>> preset.format, preset.config == config, preset.vocab_path
-    ('keras_bert', True, None)
+    >>> preset.format, preset.config == encoder.bert_config, os.path.basename(preset.vocab_path)
+    ('keras_bert', True, 'vocab.txt')
     >>> preset.weights()["bert/embeddings/word_embeddings"].shape
-    (30, 8)
+    (92, 16)
     """
 
     def __init__(self, config, name=None, source=None, path=None, format=None,
