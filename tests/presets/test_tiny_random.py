@@ -12,6 +12,7 @@ from keras_bert.checkpoints import CheckpointError
 from keras_bert.checkpoints.common import check_shapes
 from keras_bert.presets import PRESETS, list_presets, load_preset, tiny_random
 from keras_bert.vocab import load_vocabulary
+from tests.preset_harness import check_preset
 
 TEXTS = ["a great movie", "dull", "paris is big", "he ran home", "the cat sat on the mat"]
 
@@ -97,3 +98,32 @@ def test_misspelt_it_is_suggested_and_never_for_a_size():
     assert suggestions("tiny_randm")[0] == "tiny_random"
     assert "tiny_random" not in suggestions("bert_tiny_en_uncased")
     assert "tiny_random" not in suggestions("tiny_uncased")
+
+
+# ------------------------------------------------------------------ every route, every class
+def test_the_encoder_loads_by_name_and_directory_with_the_same_weights(tmp_path, monkeypatch):
+    from keras_bert.presets import aliases
+
+    # The registry gives tiny_random no other name; one put there resolves like any alias.
+    monkeypatch.setitem(aliases.KERAS_HUB_NAMES, "bert_tiny_random_en", "tiny_random")
+    preprocessor = keras_bert.BertPreprocessor.from_preset("tiny_random", seq_length=8)
+    packed = {k: v.numpy() for k, v in preprocessor(TEXTS).items()}
+    check_preset(keras_bert.BertEncoder, "tiny_random", packed, tmp_path=tmp_path,
+                 config={"num_hidden_layers": 2, "hidden_size": 16, "vocab_size": 92,
+                         "initializer_range": 0.2},
+                 # the first block's output for "a great movie": the weights drawn are the
+                 # ones they were (a change of the generator shows here)
+                 expected_partial_output=[0.5303, 0.0929, 0.4679, 0.8980, -1.2359, 0.0973],
+                 aliases=["bert_tiny_random_en"])
+
+
+@pytest.mark.parametrize("cls, kwargs, shape", [
+    (keras_bert.BertClassifier, {"num_classes": 2, "seq_length": 8}, (5, 2)),
+    (keras_bert.BertPreprocessor, {"seq_length": 8}, {"input_word_ids": (5, 8),
+                                                      "input_mask": (5, 8),
+                                                      "input_type_ids": (5, 8)}),
+    (keras_bert.BertTokenizer, {}, (5, 6)),
+], ids=["classifier", "preprocessor", "tokenizer"])
+def test_tasks_and_text_layers_load_by_name_and_directory(cls, kwargs, shape, tmp_path):
+    check_preset(cls, "tiny_random", TEXTS, tmp_path=tmp_path, config={"vocab_size": 92},
+                 output_shape=shape, **kwargs)
