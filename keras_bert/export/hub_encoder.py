@@ -73,9 +73,9 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     >>> out = loaded({"input_word_ids": ids, "input_mask": tf.ones_like(ids),
     ...               "input_type_ids": tf.zeros_like(ids)}, training=False)
     >>> out["sequence_output"].shape, len(out["encoder_outputs"])
-    (TensorShape([1, 4, 16]), 2)
+    (TensorShape([1, 4, 16]), 1)
     >>> bool(loaded.do_lower_case.numpy()), len(loaded.trainable_variables)
-    (True, 39)
+    (True, 23)
     """
     _encoder_of(model)  # an ExportError for another kind of model, before anything else
     export_dir = export_dirs.check_target(export_dir)  # before any tracing

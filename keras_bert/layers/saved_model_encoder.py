@@ -60,8 +60,8 @@ class SavedModelEncoder(keras.layers.Layer):
     >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
     ...      "input_type_ids": np.zeros_like(ids)}
     >>> history = model.fit(x, np.array([0, 1]), epochs=2, verbose=0)
-    >>> len(model.trainable_weights)  # the encoder's 39 and the head's 2
-    41
+    >>> len(model.trainable_weights)  # the encoder's 23 and the head's 2
+    25
     """
 
     def __init__(self, path, trainable=True, **kwargs):

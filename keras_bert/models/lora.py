@@ -18,14 +18,14 @@ same layers (``query_dense``, ``value_dense``, ...) are taken too. Default: ``qu
 ``value``, as the LoRA paper and keras-hub.
 
 >>> from keras_bert import BertEncoder
->>> encoder = BertEncoder.from_preset("tiny_random")  # 2 blocks, hidden size 16
+>>> encoder = BertEncoder.from_preset("tiny_random")  # 1 block, hidden size 16
 >>> encoder.enable_lora(rank=2)
 >>> encoder.lora_config
 {'rank': 2, 'lora_alpha': 2, 'target_layer_names': ['query', 'value']}
 >>> sorted({v.name for v in encoder.trainable_weights})
 ['lora_kernel_a', 'lora_kernel_b']
->>> sum(int(np.prod(v.shape)) for v in encoder.trainable_weights)  # 2 blocks x 2 x (16x2 + 2x16)
-256
+>>> sum(int(np.prod(v.shape)) for v in encoder.trainable_weights)  # 1 block x 2 x (16x2 + 2x16)
+128
 """
 
 import io

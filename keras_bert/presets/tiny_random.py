@@ -1,6 +1,6 @@
 """``tiny_random``: a built-in preset with random weights, for examples and tests.
 
-A 2-layer BERT (hidden size 16, 2 heads) on a 92-token English vocabulary
+A 1-layer BERT (hidden size 16, 2 heads) on a 92-token English vocabulary
 (``tiny_random_vocab.txt`` beside this module: BERT's special tokens, punctuation, a few
 dozen common words such as "a great movie", "dull", "paris is big", "he ran home", and some
 ``##`` suffixes), uncased. It ships with the package: nothing is downloaded, and its
@@ -18,7 +18,7 @@ Google's pre-training heads (``cls/``) too, as Google's checkpoints do.
 
 >>> preset = tiny_random_preset()
 >>> preset.config.num_hidden_layers, preset.config.hidden_size, preset.do_lower_case
-(2, 16, True)
+(1, 16, True)
 >>> import numpy as np
 >>> np.array_equal(weights()["bert/pooler/dense/bias"], preset.weights()["bert/pooler/dense/bias"])
 True
@@ -36,7 +36,7 @@ NAME = "tiny_random"
 VOCAB_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiny_random_vocab.txt")
 SEED = 27
 SOURCE = "keras_bert (built in: random weights)"
-CONFIG = PRESETS[NAME].config  # the registry's entry: L2/H16/A2, initializer_range 0.2
+CONFIG = PRESETS[NAME].config  # the registry's entry: L1/H16/A2, initializer_range 0.2
 
 
 def weights(config=CONFIG, seed=SEED):

@@ -22,7 +22,7 @@ def test_registered_and_listed_as_random_for_examples_and_tests():
     assert spec.source == "builtin" and spec.config == tiny_random.CONFIG
     row = {r["name"]: r for r in list_presets()}["tiny_random"]
     assert (row["layers"], row["hidden_size"], row["heads"], row["casing"], row["source"]) == (
-        2, 16, 2, "uncased", "built in")
+        1, 16, 2, "uncased", "built in")
     assert row["parameters"] == f"{spec.num_parameters / 1e3:.0f}K"
     assert "Random weights" in row["description"] and "examples and tests" in row["description"]
     assert "tiny_random" in str(list_presets())
@@ -82,12 +82,13 @@ def test_outputs_depend_on_the_text():
 
 
 def test_config_overrides_without_weights_and_errors_with_them():
-    encoder = keras_bert.BertEncoder.from_preset("tiny_random", num_hidden_layers=1,
+    encoder = keras_bert.BertEncoder.from_preset("tiny_random", num_hidden_layers=2,
                                                  load_weights=False)
-    assert encoder.bert_config.num_hidden_layers == 1
-    with pytest.raises(CheckpointError, match=r"tiny_random: .*the checkpoint has 2 layers, "
-                                              r"the config says num_hidden_layers=1"):
-        keras_bert.BertEncoder.from_preset("tiny_random", num_hidden_layers=1)
+    assert encoder.bert_config.num_hidden_layers == 2
+    with pytest.raises(CheckpointError, match=r"tiny_random: missing variable.*layer_1.*the "
+                                              r"checkpoint has 1 layers, the config says "
+                                              r"num_hidden_layers=2"):
+        keras_bert.BertEncoder.from_preset("tiny_random", num_hidden_layers=2)
     with pytest.raises(CheckpointError, match="built into keras_bert; it has no URL"):
         load_preset("tiny_random", url="https://example.com/tiny_random.zip")
 
@@ -109,7 +110,7 @@ def test_the_encoder_loads_by_name_and_directory_with_the_same_weights(tmp_path,
     preprocessor = keras_bert.BertPreprocessor.from_preset("tiny_random", seq_length=8)
     packed = {k: v.numpy() for k, v in preprocessor(TEXTS).items()}
     check_preset(keras_bert.BertEncoder, "tiny_random", packed, tmp_path=tmp_path,
-                 config={"num_hidden_layers": 2, "hidden_size": 16, "vocab_size": 92,
+                 config={"num_hidden_layers": 1, "hidden_size": 16, "vocab_size": 92,
                          "initializer_range": 0.2},
                  # the first block's output for "a great movie": the weights drawn are the
                  # ones they were (a change of the generator shows here)
