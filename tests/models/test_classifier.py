@@ -1,5 +1,5 @@
-"""BertClassifier: the task contract (tests/task_harness.py) with its serving export, the
-last block computing [CLS] only, regression. How the Task base takes raw inputs, compiles
+"""BertClassifier: the task contract (tests/task_harness.py) and what its .keras file keeps,
+the last block computing [CLS] only, regression. How the Task base takes raw inputs, compiles
 and trains is in test_task.py, through this class."""
 
 import keras
@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.checks import TaskInputError
+from tests import keras_files
 from tests.task_harness import check_task
 from tiny import NEGATIVE, POSITIVE, VOCAB, feed_forward_rows, tiny_encoder  # tests/models/tiny.py
 
@@ -26,11 +27,22 @@ def _packed(model, texts):
     return {k: v.numpy() for k, v in model.preprocessor(tf.constant(texts)).items()}
 
 
-def test_task_contract_and_export(tmp_path):
-    texts = POSITIVE[:3] + NEGATIVE[:3]
-    check = check_task(BertClassifier, texts, [1, 1, 1, 0, 0, 0], tmp_path=tmp_path,
-                       output_shape=(6, 2), num_classes=2, seq_length=16,
-                       label_names=["negative", "positive"], export_inputs={"text": texts})
+def test_task_contract_and_the_keras_file(tmp_path):
+    """The harness (no export: tests/export/test_task_export.py exports the classifier), and
+    what a .keras file of a trained classifier keeps besides its outputs."""
+    texts, labels = POSITIVE[:3] + NEGATIVE[:3], [1, 1, 1, 0, 0, 0]
+    check = check_task(BertClassifier, texts, labels, tmp_path=tmp_path, output_shape=(6, 2),
+                       num_classes=2, seq_length=16, label_names=["negative", "positive"],
+                       atol=1e-6)
+    tokens = check.model.preprocessor.tokenizer.get_vocabulary()
+    # The vocabulary travels as the tokenizer's asset, not in config.json.
+    assert keras_files.assert_vocabulary_is_an_asset(check.keras_file, tokens) == [
+        "assets/preprocessor/tokenizer/vocabulary.txt"]
+    loaded = check.keras_loaded
+    assert loaded.preprocessor.tokenizer.get_vocabulary() == tokens
+    assert int(loaded.optimizer.iterations) == int(check.model.optimizer.iterations) == 1
+    loaded.fit(texts, labels, epochs=1, verbose=0)  # trains on after loading
+    assert int(loaded.optimizer.iterations) == 2
     assert check.preset_loaded.label_names == ["negative", "positive"]
 
 

@@ -10,7 +10,6 @@ import tensorflow as tf
 from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.checks import TaskInputError
 from keras_bert.training import AdamW, LinearWarmupDecay
-from tests import keras_files
 from tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder  # tests/models/tiny.py
 
 TEXTS = POSITIVE + NEGATIVE
@@ -118,21 +117,6 @@ def test_predict_does_not_retrace(model):
     assert len(model._preprocess_functions) == 1
     assert (preprocess.experimental_get_tracing_count(),
             model.predict_function.experimental_get_tracing_count()) == traces
-
-
-def test_keras_round_trip_keeps_raw_text_predictions(model, tmp_path):
-    model.fit(TEXTS, LABELS, epochs=2, batch_size=4, verbose=0)
-    want = model.predict(TEXTS, verbose=0)
-    model.save(tmp_path / "model.keras")
-    # The vocabulary travels as the tokenizer's asset, not in config.json.
-    assert keras_files.assert_vocabulary_is_an_asset(tmp_path / "model.keras", VOCAB) == [
-        "assets/preprocessor/tokenizer/vocabulary.txt"]
-    loaded = keras.saving.load_model(tmp_path / "model.keras")
-    assert isinstance(loaded, BertClassifier) and loaded.num_classes == 2
-    assert loaded.preprocessor.tokenizer.get_vocabulary() == VOCAB
-    np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), want, atol=1e-6)
-    assert int(loaded.optimizer.iterations) == int(model.optimizer.iterations)
-    loaded.fit(TEXTS, LABELS, epochs=1, verbose=0)  # trains on after loading
 
 
 @pytest.mark.parametrize("x, y, message", [
