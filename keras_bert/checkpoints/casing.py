@@ -55,13 +55,15 @@ def _describe(value):
     return f"do_lower_case={bool(value)} ({'uncased' if value else 'cased'})"
 
 
-def resolve(sources, vocab_path=None, override=None, where=""):
+def resolve(sources, vocab_path=None, override=None, where="", tokens=None):
     """The ``do_lower_case`` of a checkpoint.
 
     Args:
         sources: ``[(what, do_lower_case)]``, strongest first; ``what`` names the file and
             key (or the registry entry) so that errors can say who said what.
         vocab_path: the vocabulary, the last source; None when there is none.
+        tokens: the vocabulary's tokens when they are read already (from ``vocab_path``, a
+            ``tokenizer.json``), else None.
         override: the caller's explicit choice; when given it is the answer, unchecked.
         where: the checkpoint, for error messages.
 
@@ -76,8 +78,10 @@ def resolve(sources, vocab_path=None, override=None, where=""):
                 f"{_describe(sources[0][1])} but {what} says {_describe(value)}. Correct the "
                 "wrong one, or pass do_lower_case= to choose."
             )
-    if vocab_path is not None:
-        capitalised, lettered = capitalised_pieces(load_vocabulary(vocab_path))
+    if tokens is None and vocab_path is not None:
+        tokens = load_vocabulary(vocab_path)
+    if tokens is not None:
+        capitalised, lettered = capitalised_pieces(tokens)
         if _enough(capitalised, lettered):
             for what, value in sources:
                 if value:

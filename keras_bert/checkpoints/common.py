@@ -8,7 +8,9 @@ original TF1 BERT checkpoints, in Google's layouts (dense kernels ``[in, out]``)
   ``.../attention/output/dense/{kernel,bias}``, ``.../attention/output/LayerNorm/{gamma,beta}``,
   ``.../intermediate/dense/{kernel,bias}``, ``.../output/dense/{kernel,bias}``,
   ``.../output/LayerNorm/{gamma,beta}``
-* ``bert/pooler/dense/{kernel,bias}``
+* ``bert/pooler/dense/{kernel,bias}``: absent from checkpoints of models without a pooler
+  (transformers' ``BertForTokenClassification``, ``BertForQuestionAnswering`` and
+  ``BertForMaskedLM`` save none); the loader then leaves the encoder's pooler fresh
 * pre-training heads, when a checkpoint has them: ``cls/predictions/transform/dense/{kernel,bias}``,
   ``cls/predictions/transform/LayerNorm/{gamma,beta}``, ``cls/predictions/output_bias``,
   ``cls/seq_relationship/output_weights`` ``[2, hidden]``, ``cls/seq_relationship/output_bias``.
@@ -83,6 +85,16 @@ def encoder_shapes(config):
     return shapes
 
 
+POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
+
+
+def has_pooler(names):
+    """Whether a checkpoint with these variable names has a pooler (any of its variables: one
+    without the other is reported missing by `check_shapes`)."""
+    names = set(names)
+    return any(name in names for name in POOLER)
+
+
 def head_shapes(config):
     """Shapes of the MLM and NSP pre-training head variables."""
     h = config.hidden_size
@@ -126,14 +138,18 @@ def check_shapes(shapes, config, source, unexplained=()):
     """Checks a ``{name: shape}`` map against ``config`` before any weight is read.
 
     The checkpoint must fit the config exactly. Every encoder variable must be there with its
-    shape; head variables (``cls/``) are optional but must have their shape when present. Every
-    other variable inside the encoder namespace is an error: a ``bert/`` name the config has
-    no place for (a config with fewer layers than the checkpoint), and ``unexplained``, the
+    shape, but the pooler, which checkpoints of models without one leave out (both of its
+    variables, or neither: see `has_pooler`); head variables (``cls/``) are optional but must
+    have their shape when present. Every other variable inside the encoder namespace is an
+    error: a ``bert/`` name the config has no place for (a config with fewer layers than the checkpoint), and ``unexplained``, the
     names (in the format's own spelling) that a reader found in the encoder's part of its file
     and could not place. Outside it, task heads and optimizer state are the readers' to skip.
     Errors name the variables, the shapes and ``source``.
     """
     expected = encoder_shapes(config)
+    if not has_pooler(shapes):
+        for name in POOLER:
+            del expected[name]
     missing = set(expected) - set(shapes)
     if missing:
         raise CheckpointError(f"{source}: missing variable(s) {_listing(missing)}"
@@ -160,22 +176,33 @@ def check_shapes(shapes, config, source, unexplained=()):
             )
 
 
-def check_vocab(vocab_path, config, source=None):
-    """Raises `CheckpointError` unless ``vocab.txt`` has exactly ``config.vocab_size`` lines."""
-    if vocab_path is None:
+def check_vocab(vocab_path, config, source=None, tokens=None, tokens_from=None):
+    """Raises `CheckpointError` unless the vocabulary has exactly ``config.vocab_size``
+    tokens: the file ``vocab_path`` (one token a line), or ``tokens`` read from the file
+    ``tokens_from`` (a ``tokenizer.json``)."""
+    if tokens is not None:
+        n, vocab_path = len(tokens), tokens_from
+    elif vocab_path is None:
         return
-    if not storage.isfile(vocab_path):
+    elif not storage.isfile(vocab_path):
         raise CheckpointError(f"Vocabulary file not found: {vocab_path}")
-    try:
-        n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it, with its checks
-    except ValueError as e:  # not UTF-8, a BOM, a token with spaces: named by file and line
-        raise CheckpointError(str(e)) from None
+    else:
+        try:
+            n = len(load_vocabulary(vocab_path))  # read as the tokenizer reads it, with its checks
+        except ValueError as e:  # not UTF-8, a BOM, a token with spaces: named by file and line
+            raise CheckpointError(str(e)) from None
     if n != config.vocab_size:
         raise CheckpointError(
             f"{source or vocab_path}: {vocab_path} has {n} tokens but the config says "
             f"vocab_size={config.vocab_size}; the vocabulary and the checkpoint do not belong "
             "together."
         )
+
+
+def plain_vocabulary(path):
+    """A format's ``vocabulary(directory)`` when it keeps a plain vocabulary file (one token
+    a line) at ``path``: ``(path, None)``, or ``(None, None)`` when the file is not there."""
+    return (path if storage.isfile(path) else None), None
 
 
 def build_config(path, make):

@@ -15,13 +15,16 @@ import tensorflow as tf
 
 from keras_bert import storage
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_shapes, read_json_object, require_file,
+    CheckpointError, build_config, check_shapes, plain_vocabulary, read_json_object,
+    require_file,
 )
 from keras_bert.config import BertConfig
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 CHECKPOINT_PREFIX = "bert_model.ckpt"
+# Every file this format reads (see `keras_bert.checkpoints.formats.check_links`).
+FILES = (CONFIG_FILE, VOCAB_FILE, "*.ckpt*")
 
 _SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/ExponentialMovingAverage")
 
@@ -67,10 +70,18 @@ def _reader(prefix):
         ) from None
 
 
-def variable_shapes(prefix):
-    """``{name: shape}`` of the model variables in a checkpoint, without reading values."""
-    shapes = _reader(prefix).get_variable_to_shape_map()
-    return {k: tuple(v) for k, v in shapes.items() if _is_model_variable(k)}
+def variable_shapes(prefix, reader=None):
+    """``{name: shape}`` of the model variables in a checkpoint, from its index (the
+    variable map of TensorFlow's checkpoint reader), without reading values."""
+    reader = reader or _reader(prefix)
+    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items()
+              if _is_model_variable(k)}
+    if not shapes:
+        raise CheckpointError(
+            f"{prefix}: no bert/ or cls/ variables; this is not a Google BERT checkpoint "
+            "(TF2 Model Garden checkpoints use other names)."
+        )
+    return shapes
 
 
 def read_checkpoint(prefix, config=None):
@@ -79,13 +90,7 @@ def read_checkpoint(prefix, config=None):
     With ``config``, every variable's shape is checked against it before values are read.
     """
     reader = _reader(prefix)
-    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items()
-              if _is_model_variable(k)}
-    if not shapes:
-        raise CheckpointError(
-            f"{prefix}: no bert/ or cls/ variables; this is not a Google BERT checkpoint "
-            "(TF2 Model Garden checkpoints use other names)."
-        )
+    shapes = variable_shapes(prefix, reader)
     if config is not None:
         check_shapes(shapes, config, prefix)
     weights = {}
@@ -196,16 +201,29 @@ def check_files(directory, metadata):
 
 def recorded_casing(directory):
     """Google's files do not record the casing (the registry or the vocabulary tells)."""
-    return None
+    return []
 
 
 def vocab_file(directory):
     return os.path.join(directory, VOCAB_FILE)
 
 
+def vocabulary(directory):
+    """``(vocab.txt, None)``, or ``(None, None)`` when there is none."""
+    return plain_vocabulary(vocab_file(directory))
+
+
 def check_weights(directory):
     """`CheckpointError` now when the checkpoint files are missing."""
     find_checkpoint_prefix(directory)
+
+
+def list_variables(directory, config):
+    """``(shapes, unexplained, source)``: the checkpoint's variables and their shapes, read
+    from its index alone (no tensor is read); nothing unexplained (Google's names are the
+    canonical ones)."""
+    prefix = find_checkpoint_prefix(directory)
+    return variable_shapes(prefix), [], prefix
 
 
 def read_weights(directory, config):

@@ -1,31 +1,46 @@
-"""Hugging Face BERT checkpoints: ``config.json`` + ``model.safetensors`` (+ ``vocab.txt``).
+"""Hugging Face BERT checkpoints: ``config.json`` + ``model.safetensors`` (+ ``vocab.txt``
+or ``tokenizer.json``).
 
 Safetensors are read with ``safetensors.numpy``, so torch is not needed. A
 ``pytorch_model.bin`` is read only when torch is installed, with ``weights_only=True``.
 Both ``BertModel`` names (``embeddings.word_embeddings.weight``) and ``BertForPreTraining``
 names (``bert.embeddings...`` plus ``cls.predictions.*`` and ``cls.seq_relationship.*``) are
 understood, and so are the old LayerNorm names ``gamma``/``beta``. Dense weights are stored by
-torch as ``[out, in]`` and transposed to Google's ``[in, out]``.
+torch as ``[out, in]`` and transposed to Google's ``[in, out]``. A checkpoint of a model
+without a pooler (``BertForTokenClassification``, ``BertForQuestionAnswering``,
+``BertForMaskedLM``) has no ``pooler.*``: its weights come without ``bert/pooler/*``.
+
+The vocabulary is ``vocab.txt`` or, as transformers 5 saves BERT tokenizers (``tokenizer.json``
+and ``tokenizer_config.json`` only), the WordPiece model of ``tokenizer.json``; the casing comes
+from ``tokenizer_config.json`` and ``tokenizer.json``: the format's tokenizer files are read in
+`keras_bert.checkpoints.huggingface_tokenizer` (``read_tokenizer_json``, the one reader of
+``tokenizer.json``, ``recorded_casing``, ``vocabulary``, ``vocab_file``).
 """
 
 import io
+import json
 import os
 import re
+import struct
 
 import numpy as np
 
 from keras_bert import storage
-from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
     CheckpointError, build_config, check_shapes, read_json_object, require_file,
+)
+from keras_bert.checkpoints import huggingface_tokenizer
+from keras_bert.checkpoints.huggingface_tokenizer import (
+    TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, VOCAB_FILE,
 )
 from keras_bert.config import BertConfig
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
-VOCAB_FILE = "vocab.txt"
-TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+# Every file this format reads (see `keras_bert.checkpoints.formats.check_links`).
+FILES = (CONFIG_FILE, SAFETENSORS_FILE, TORCH_FILE, VOCAB_FILE, TOKENIZER_CONFIG_FILE,
+         TOKENIZER_FILE)
 
 # (Google name relative to the model, HF name relative to the model, transpose?)
 _EMBEDDINGS = [
@@ -58,6 +73,7 @@ _POOLER = [
     ("pooler/dense/bias", "pooler.dense.bias", False),
 ]
 _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+_MAX_HEADER = 100 << 20  # safetensors' own limit on the JSON header (100 MB)
 _HEADS = [
     ("cls/predictions/transform/dense/kernel", "cls.predictions.transform.dense.weight", True),
     ("cls/predictions/transform/dense/bias", "cls.predictions.transform.dense.bias", False),
@@ -88,6 +104,53 @@ def _normalize_key(key):
     return re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)
 
 
+def _tensor_shapes(directory):
+    """``({tensor name: shape}, the file)`` of the directory's weights, no tensor read."""
+    st_path = os.path.join(directory, SAFETENSORS_FILE)
+    if storage.isfile(st_path):
+        return safetensors_shapes(st_path), st_path
+    pt_path = os.path.join(directory, TORCH_FILE)
+    if storage.isfile(pt_path) and not storage.is_remote(pt_path):
+        torch = _torch(pt_path)
+        try:  # the pickle only: the tensors stay on disk
+            state = torch.load(pt_path, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as e:
+            raise CheckpointError(
+                f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
+            ) from None
+        return {k: tuple(v.shape) for k, v in state.items()}, pt_path
+    tensors, source = _load_tensors(directory)  # remote .bin: read; or the error naming files
+    return {k: tuple(v.shape) for k, v in tensors.items()}, source
+
+
+def safetensors_shapes(path):
+    """``{tensor name: shape}`` from a safetensors file's header (8 bytes of length, then a
+    JSON object), without reading the tensors."""
+    try:
+        with storage.open(path, "rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            if length > _MAX_HEADER:
+                raise ValueError(f"a header of {length} bytes")
+            header = json.loads(f.read(length))
+        return {name: tuple(entry["shape"]) for name, entry in header.items()
+                if name != "__metadata__"}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as e:
+        raise CheckpointError(
+            f"Cannot read the safetensors file {path}: {type(e).__name__}: {e}") from None
+
+
+def _torch(path):
+    try:
+        import torch
+    except ImportError:
+        raise CheckpointError(
+            f"{path} is a PyTorch pickle and torch is not installed; install the [hf] "
+            f"extra (pip install 'keras-bert-zoo[hf]', torch's CPU build) or convert it to "
+            f"{SAFETENSORS_FILE}."
+        ) from None
+    return torch
+
+
 def _load_tensors(directory):
     st_path = os.path.join(directory, SAFETENSORS_FILE)
     pt_path = os.path.join(directory, TORCH_FILE)
@@ -101,14 +164,7 @@ def _load_tensors(directory):
                 f"Cannot read the safetensors file {st_path}: {type(e).__name__}: {e}"
             ) from None
     if storage.isfile(pt_path):
-        try:
-            import torch
-        except ImportError:
-            raise CheckpointError(
-                f"{pt_path} is a PyTorch pickle and torch is not installed; install the [hf] "
-                f"extra (pip install 'keras-bert-zoo[hf]', torch's CPU build) or convert it to "
-                f"{SAFETENSORS_FILE}."
-            ) from None
+        torch = _torch(pt_path)
         try:
             state = torch.load(io.BytesIO(storage.read_bytes(pt_path)), map_location="cpu",
                                weights_only=True)
@@ -150,6 +206,11 @@ def config_from_json(path_or_dict):
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
         raise CheckpointError(f"{path}: model_type is {model_type!r}, not 'bert'.")
+    if values.get("is_decoder") or values.get("add_cross_attention"):
+        raise CheckpointError(
+            f"{path}: a BERT decoder (is_decoder/add_cross_attention: BertLMHeadModel, an "
+            "encoder-decoder's half), whose attention is causal; keras_bert's BertEncoder "
+            "attends both ways and would compute something else.")
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(f"{path}: position_embedding_type {position_type!r} is not "
@@ -176,35 +237,43 @@ def read_config(directory):
     return config_from_json(os.path.join(directory, CONFIG_FILE))
 
 
-def recorded_casing(directory):
-    """``(what, do_lower_case)`` from ``tokenizer_config.json``, or None when it does not say."""
-    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    if not storage.isfile(path):
-        return None
-    values = read_json_object(path, "Hugging Face tokenizer config")
-    return casing.recorded(path, "do_lower_case", values.get("do_lower_case"))
+def _placed(names, config, source):
+    """Where the (normalised) tensor ``names`` of a checkpoint go: ``([(google name, hf name,
+    transpose)], unexplained)``, the second the names inside the encoder with no place."""
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in names else ""
+    if prefix == "" and "embeddings.word_embeddings.weight" not in names:
+        raise CheckpointError(
+            f"{source}: no embeddings.word_embeddings.weight (nor bert.-prefixed); this is not a "
+            "Hugging Face BERT checkpoint."
+        )
+    # Missing encoder names are left to check_shapes, which reports them.
+    placed = [(google, hf, transpose) for google, hf, transpose
+              in name_map(config.num_hidden_layers, prefix) + _HEADS if hf in names]
+    taken = {hf for _, hf, _ in placed}
+    return placed, [k for k in names if k not in taken and _in_encoder(k, prefix)]
+
+
+def list_variables(directory, config):
+    """``(shapes, unexplained, source)`` of the weights file without reading its tensors:
+    the safetensors header (``pytorch_model.bin``: memory-mapped where it is local, else
+    read), shapes in Google's names and layouts."""
+    shapes, source = _tensor_shapes(directory)
+    shapes = {_normalize_key(k): v for k, v in shapes.items()}
+    placed, unexplained = _placed(shapes, config, source)
+    return ({google: shapes[hf][::-1] if transpose else shapes[hf]
+             for google, hf, transpose in placed}, unexplained, source)
 
 
 def read_weights(directory, config):
     """Reads a Hugging Face directory's weights into the canonical dict (checked against config)."""
     tensors, source = _load_tensors(directory)
     tensors = {_normalize_key(k): v for k, v in tensors.items()}
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-    if prefix == "" and "embeddings.word_embeddings.weight" not in tensors:
-        raise CheckpointError(
-            f"{source}: no embeddings.word_embeddings.weight (nor bert.-prefixed); this is not a "
-            "Hugging Face BERT checkpoint."
-        )
-    weights, shapes, placed = {}, {}, set()
-    for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + _HEADS:
-        if hf not in tensors:
-            continue  # missing encoder names are reported by check_shapes below
+    placed, unexplained = _placed(tensors, config, source)
+    weights = {}
+    for google, hf, transpose in placed:
         value = np.asarray(tensors[hf], dtype=np.float32)
         weights[google] = value.T if transpose else value
-        shapes[google] = weights[google].shape
-        placed.add(hf)
-    unexplained = [k for k in tensors if k not in placed and _in_encoder(k, prefix)]
-    check_shapes(shapes, config, source, unexplained)
+    check_shapes({k: v.shape for k, v in weights.items()}, config, source, unexplained)
     return weights
 
 
@@ -263,8 +332,10 @@ def check_files(directory, metadata):
     """Hugging Face's layout records nothing to check its files against."""
 
 
-def vocab_file(directory):
-    return os.path.join(directory, VOCAB_FILE)
+# The tokenizer files (vocab.txt, tokenizer_config.json, tokenizer.json).
+recorded_casing = huggingface_tokenizer.recorded_casing
+vocab_file = huggingface_tokenizer.vocab_file
+vocabulary = huggingface_tokenizer.vocabulary
 
 
 def check_weights(directory):

@@ -71,10 +71,11 @@ def read_metadata(directory):
 
 
 def recorded_casing(directory, metadata=None):
-    """``(what, do_lower_case)`` from the metadata, or None when it says null (unknown)."""
+    """``[(what, do_lower_case)]`` from the metadata; ``[]`` when it says null (unknown)."""
     metadata = read_metadata(directory) if metadata is None else metadata
-    return casing.recorded(os.path.join(directory, METADATA_FILE), "do_lower_case",
-                           metadata.get("do_lower_case"))
+    source = casing.recorded(os.path.join(directory, METADATA_FILE), "do_lower_case",
+                             metadata.get("do_lower_case"))
+    return [] if source is None else [source]
 
 
 def check_files(directory, metadata):
@@ -197,5 +198,7 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 detect = is_layout
 vocab_file = google.vocab_file
+vocabulary = google.vocabulary
 check_weights = google.check_weights
+list_variables = google.list_variables
 read_weights = google.read_weights

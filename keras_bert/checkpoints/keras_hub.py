@@ -7,7 +7,6 @@ only here) and its variables are mapped to the canonical Google names. keras-hub
 computes the tanh approximation of GELU with LayerNorm epsilon 1e-12, so the config says so.
 """
 
-import io
 import os
 import re
 
@@ -16,7 +15,8 @@ import numpy as np
 from keras_bert import storage
 from keras_bert.checkpoints import casing
 from keras_bert.checkpoints.common import (
-    CheckpointError, build_config, check_shapes, read_json_object,
+    CheckpointError, build_config, check_shapes, encoder_shapes, plain_vocabulary,
+    read_json_object,
 )
 from keras_bert.config import BertConfig
 
@@ -24,6 +24,9 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_FILE = "tokenizer.json"
 VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
+# Every file this format reads, keras-hub's loader among the readers (see
+# `keras_bert.checkpoints.formats.check_links`).
+FILES = ("*.json", "*.h5", os.path.join("assets", "*", "*"))
 
 
 def is_keras_hub_preset(directory):
@@ -74,20 +77,17 @@ def read_config(directory):
     ))
 
 
-def vocab_path(directory):
-    path = os.path.join(directory, VOCAB_FILE)
-    return path if storage.isfile(path) else None
-
-
 def recorded_casing(directory):
-    """``(what, do_lower_case)`` from ``tokenizer.json``'s ``lowercase``, or None."""
+    """``[(what, do_lower_case)]`` from ``tokenizer.json``'s ``lowercase``; ``[]`` when it
+    does not say."""
     path = os.path.join(directory, TOKENIZER_FILE)
     if not storage.isfile(path):
-        return None
+        return []
     config = read_json_object(path, "keras-hub tokenizer config").get("config")
     if not isinstance(config, dict):
         raise CheckpointError(f"{path}: no \"config\" object; not a keras-hub tokenizer file.")
-    return casing.recorded(path, "lowercase", config.get("lowercase"))
+    source = casing.recorded(path, "lowercase", config.get("lowercase"))
+    return [] if source is None else [source]
 
 
 _BLOCK = {
@@ -176,6 +176,89 @@ def read_weights(directory, config):
 
 
 _STORED_BLOCK = re.compile(r"(?:^|/)transformer_encoder(?:_(\d+))?/")
+# How Keras stores a BertBackbone in model.weights.h5: each layer under a name made from its
+# class (the backbone's only Dense is the pooler, its only Embedding the segment table),
+# its variables as vars/0 (kernel, gamma, embeddings) and vars/1 (bias, beta).
+_STORED_TOP = {
+    "layers/reversible_embedding/vars/0": "bert/embeddings/word_embeddings",
+    "layers/position_embedding/vars/0": "bert/embeddings/position_embeddings",
+    "layers/embedding/vars/0": "bert/embeddings/token_type_embeddings",
+    "layers/layer_normalization/vars/0": "bert/embeddings/LayerNorm/gamma",
+    "layers/layer_normalization/vars/1": "bert/embeddings/LayerNorm/beta",
+    "layers/dense/vars/0": "bert/pooler/dense/kernel",
+    "layers/dense/vars/1": "bert/pooler/dense/bias",
+}
+_STORED_IN_BLOCK = {
+    "_self_attention_layer/output_dense": "attention/output/dense",
+    "_self_attention_layer_norm": "attention/output/LayerNorm",
+    "_feedforward_intermediate_dense": "intermediate/dense",
+    "_feedforward_output_dense": "output/dense",
+    "_feedforward_layer_norm": "output/LayerNorm",
+}
+for _qkv in ("query", "key", "value"):
+    _STORED_IN_BLOCK[f"_self_attention_layer/{_qkv}_dense"] = f"attention/self/{_qkv}"
+_STORED_VARIABLE = re.compile(r"^layers/transformer_encoder(?:_(\d+))?/(.+)/vars/([01])$")
+
+
+def _stored_name(name):
+    """The canonical name of a ``model.weights.h5`` dataset of a BertBackbone, or None."""
+    if name in _STORED_TOP:
+        return _STORED_TOP[name]
+    match = _STORED_VARIABLE.match(name)
+    if not match or match.group(2) not in _STORED_IN_BLOCK:
+        return None
+    layer = _STORED_IN_BLOCK[match.group(2)]
+    kind = ("gamma", "beta") if layer.endswith("LayerNorm") else ("kernel", "bias")
+    return f"bert/encoder/layer_{int(match.group(1) or 0)}/{layer}/{kind[int(match.group(3))]}"
+
+
+def _flat(name, shape):
+    """keras-hub's multi-head layouts ([H, heads, size], [heads, size, H], [heads, size]) as
+    Google's ([H, H], [H])."""
+    if "/attention/self/" in name:
+        return (shape[0], shape[1] * shape[2]) if name.endswith("/kernel") else (
+            shape[0] * shape[1],)
+    if "/attention/output/dense/kernel" in name:
+        return (shape[0] * shape[1], shape[2])
+    return shape
+
+
+def list_variables(directory, config):
+    """``(shapes, unexplained, source)`` of ``model.weights.h5`` from its datasets' names and
+    shapes (no tensor is read, no model built): Google's names and layouts, and the datasets
+    that are no BertBackbone variable or lie in blocks beyond ``config``'s. A file laid out
+    otherwise (another Keras, keras-hub's older presets) gives the shapes keras-hub builds
+    from its ``config.json`` instead (keras-hub itself checks the file against them when it
+    loads it)."""
+    weights_path = os.path.join(directory, WEIGHTS_FILE)
+    if not storage.isfile(weights_path):
+        raise CheckpointError(f"keras-hub weights file not found: {weights_path}.")
+    stored = _stored_shapes(weights_path)
+    if "layers/reversible_embedding/vars/0" not in stored:
+        return encoder_shapes(read_config(directory)), [], weights_path
+    shapes, unexplained = {}, []
+    for name, shape in stored.items():
+        canonical = _stored_name(name)
+        match = _STORED_BLOCK.search(name)
+        if canonical is None or (match and int(match.group(1) or 0) >= config.num_hidden_layers):
+            unexplained.append(name)
+        else:
+            shapes[canonical] = _flat(canonical, shape)
+    return shapes, unexplained, weights_path
+
+
+def _stored_shapes(weights_path):
+    """``{dataset name: shape}`` of ``model.weights.h5`` (shapes only: no data is read)."""
+    import h5py
+
+    shapes = {}
+    try:
+        with storage.open(weights_path, "rb") as stream, h5py.File(stream, "r") as f:
+            f.visititems(lambda name, obj: shapes.__setitem__(name, tuple(obj.shape))
+                         if isinstance(obj, h5py.Dataset) else None)
+    except OSError as e:
+        raise CheckpointError(f"Cannot read the keras-hub weights file {weights_path}: {e}") from None
+    return shapes
 
 
 def _stored_blocks_beyond(weights_path, num_layers):
@@ -185,17 +268,8 @@ def _stored_blocks_beyond(weights_path, num_layers):
     silently, so the file's own blocks are counted here. Keras stores block ``n`` (in build
     order) under ``layers/transformer_encoder_<n>/`` (``transformer_encoder`` for 0).
     """
-    import h5py
-
-    names = []
-    try:
-        with h5py.File(io.BytesIO(storage.read_bytes(weights_path)), "r") as f:
-            f.visititems(lambda name, obj: names.append(name)
-                         if isinstance(obj, h5py.Dataset) else None)
-    except OSError as e:
-        raise CheckpointError(f"Cannot read the keras-hub weights file {weights_path}: {e}") from None
     beyond = []
-    for name in names:
+    for name in _stored_shapes(weights_path):
         match = _STORED_BLOCK.search(name)
         if match and int(match.group(1) or 0) >= num_layers:
             beyond.append(name)
@@ -216,6 +290,11 @@ def check_files(directory, metadata):
 
 def vocab_file(directory):
     return os.path.join(directory, VOCAB_FILE)
+
+
+def vocabulary(directory):
+    """``(assets/tokenizer/vocabulary.txt, None)``, or ``(None, None)`` when there is none."""
+    return plain_vocabulary(vocab_file(directory))
 
 
 def check_weights(directory):

@@ -51,7 +51,7 @@ serves it (the newest version under the base path).
 
 import tensorflow as tf
 
-from keras_bert.export import export_dirs, modules, task_adapters
+from keras_bert.export import export_dirs, modules, task_adapters, warmup_requests as warmup
 from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import int8
 from keras_bert.models import export_formats, lora
@@ -62,7 +62,8 @@ SIGNATURES = ("serving_default", "serving_ids")
 
 @export_formats.register("tf_saved_model")
 def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
-                 max_answer_length=30, verbose=False, input_signature=None):
+                 max_answer_length=30, verbose=False, input_signature=None,
+                 warmup_requests=None):
     """Writes the serving SavedModel of the task ``model`` to ``export_dir`` (the version
     directory ``<base>/<name>/<version>``), atomically. ``model.export(export_dir, ...)``
     calls it.
@@ -78,6 +79,9 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
         max_answer_length: longest answer span in tokens (`BertSpanLabeler`).
         verbose: print where the export went and its signatures.
         input_signature: must be None (Keras' ``export`` argument): the signatures are fixed.
+        warmup_requests: texts TF Serving replays before the version serves (one
+            ``serving_default`` request each, in ``assets.extra/tf_serving_warmup_requests``;
+            `keras_bert.export.warmup_requests`), or None for none.
 
     Returns:
         The absolute path of the export.
@@ -116,10 +120,17 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
     model = lora.for_export(model)  # LoRA factors merged into the kernels
     task = task_adapters.for_model(model, pairs=pairs, label_names=label_names, top_k=top_k,
                                    max_answer_length=max_answer_length)
+    records = None
+    if warmup_requests is not None:
+        try:
+            records = warmup.text_records(task.text_specs(), warmup_requests)
+        except ValueError as error:
+            raise ExportError(str(error)) from None
     root = serving_module(model, task)
     signatures = {name: getattr(root, name) for name in SIGNATURES}
     with int8.constant_weights():  # an export's int8 weights never change: oneDNN caches them
-        path = export_dirs.save(root, export_dir, signatures=signatures, versioned=True)
+        path = export_dirs.save(root, export_dir, signatures=signatures, versioned=True,
+                                write_more=records and (lambda tmp: warmup.write(tmp, records)))
     if verbose:
         print(f"Saved the serving SavedModel of {type(model).__name__} to {path}: "
               f"serving_default({task.describe_inputs()}), "

@@ -68,6 +68,7 @@ class BertMaskedLM(Task):
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertMaskedLMPreprocessor
+    reads_pooled_output = False
     preprocessor_makes_labels = True  # raw text: the masked ids are the labels
 
     def __init__(self, encoder, preprocessor=None, **kwargs):

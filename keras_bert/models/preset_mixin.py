@@ -18,6 +18,10 @@ trip keeps of it:
   none); setting None drops the vocabulary.
 * ``do_lower_case`` and ``preset_name``: the preset's casing and name, in ``get_config``
   (see `preset_config` and `pop_preset_config`).
+* ``fresh_pooler``: set when the checkpoint had no pooler and the pooler was left as
+  initialised (the fingerprint of its weights then); ``save_to_preset`` leaves such a pooler
+  out while it is unchanged (`keras_bert.presets.preset_saver.encoder_weights`). Not kept by
+  a ``.keras`` file.
 """
 
 import os
@@ -55,6 +59,7 @@ class PresetMixin:
     vocabulary = None
     do_lower_case = None
     preset_name = None
+    fresh_pooler = None
     _vocab_source = None
 
     # ---------------------------------------------------------------- preset state

@@ -38,6 +38,7 @@ class BertSpanLabeler(Task):
 
     # A (question, context) pair keeps its question and cuts the context.
     preprocessor_defaults = {"truncator": "waterfall"}
+    reads_pooled_output = False
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         seq_length = getattr(preprocessor, "seq_length", None)

@@ -69,6 +69,9 @@ class Task(PipelineModel):
     tokenizer_cls = BertTokenizer
     preprocessor_cls = BertPreprocessor
     preprocessor_defaults = {}
+    # Whether the head reads the encoder's pooled_output: from_preset of a checkpoint without
+    # a pooler warns that it starts fresh only when it does.
+    reads_pooled_output = True
 
     def __init__(self, *args, encoder=None, preprocessor=None, compile=True, **kwargs):
         # keras.Model's functional constructor drops keyword arguments it does not know.
@@ -276,12 +279,27 @@ class Task(PipelineModel):
         """
         return task_from_preset(cls, preset, load_weights=load_weights, **kwargs)
 
-    def save_to_preset(self, directory):
+    @classmethod
+    def preset_defaults(cls, metadata):
+        """The arguments (head and preprocessor) ``from_preset`` gives this class from what a
+        preset records besides its weights (``metadata``, `Preset.metadata`), below the
+        caller's and those of a preset saved from this class. None by default; a
+        sentence-transformers model gives `BertTextEmbedder` its pooling."""
+        return {}
+
+    def preset_metadata(self):
+        """What ``save_to_preset`` records of this model besides its arguments and weights
+        (`preset_defaults` reads it back). Nothing by default."""
+        return {}
+
+    def save_to_preset(self, directory, format="keras_bert"):
         """Writes the encoder and the head (Google's names), the config, the vocabulary and
         the task's arguments in keras_bert's layout; ``from_preset(directory)`` loads it.
         An earlier preset in ``directory`` is replaced at once
-        (`keras_bert.presets.preset_saver`). Returns ``directory``."""
-        return PresetSaver(directory).save_task(self)
+        (`keras_bert.presets.preset_saver`). ``format="sentence_transformers"`` (a
+        `BertTextEmbedder`) writes a folder sentence-transformers loads. Returns
+        ``directory``."""
+        return PresetSaver(directory, format=format).save_task(self)
 
     def head_config(self):
         """The head's constructor arguments (the config without encoder and preprocessor)."""

@@ -42,6 +42,7 @@ class BertTokenClassifier(LabelNames, Task):
     """
 
     preprocessor_cls = BertTokenClassifierPreprocessor
+    reads_pooled_output = False
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, label_names=None,
                  **kwargs):

@@ -5,15 +5,24 @@ weights: keras-hub's preset names (``bert_base_en_uncased`` -> ``base``), TF Hub
 Google's BERTs and their Kaggle copies
 (``https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4``,
 ``https://www.kaggle.com/models/tensorflow/bert/tensorFlow2/en-uncased-l-12-h-768-a-12/4``,
-``kaggle://tensorflow/bert/tensorFlow2/en-uncased-l-12-h-768-a-12``) and Google's own
-checkpoint names (``uncased_L-12_H-768_A-12``). A TF Hub handle of a BERT that is not
-registered (one of the 24 small BERTs beyond ``tiny``, ``mini``, ``small`` and ``medium``) is
-an `UnregisteredBertError` that names the Google zip to pass instead.
+``kaggle://tensorflow/bert/tensorFlow2/en-uncased-l-12-h-768-a-12``), Google's own
+checkpoint names (``uncased_L-12_H-768_A-12``, ``multilingual_L-12_H-768_A-12``), the Hugging
+Face Hub's ids of Google's checkpoints (``google/bert_uncased_L-4_H-256_A-4``,
+``bert-base-uncased``, ``google-bert/bert-base-multilingual-uncased``; an ``hf://`` handle
+still downloads from the Hub) and ``bert_L<n>_H<n>`` for every small BERT, the four named ones
+included (``bert_L2_H128`` -> ``tiny``). A TF Hub handle of a BERT of Google's that is not
+registered is an `UnregisteredBertError` that says so.
+
+Google's name ``uncased_L-12_H-768_A-12`` is BERT-Base of 2018 (``base``); the small BERTs'
+retraining of it (``bert_L12_H768``) is named by where it sits among them: TF Hub's
+``small_bert/bert_en_uncased_L-12_H-768_A-12``, the Hub's ``google/bert_uncased_L-12_H-768_A-12``.
 
 >>> registry_name("bert_base_en_uncased"), registry_name("bert_base_en")
 ('base', 'base_cased')
 >>> registry_name("https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-4_H-512_A-8/2")
 'small'
+>>> registry_name("google/bert_uncased_L-6_H-256_A-4"), registry_name("bert_L4_H256")
+('bert_L6_H256', 'mini')
 >>> suggestions("bert_large_uncased")
 ['large', 'large_wwm']
 """
@@ -23,7 +32,7 @@ import os
 import re
 
 from keras_bert.checkpoints.common import CheckpointError
-from keras_bert.presets.registry import PRESETS
+from keras_bert.presets.registry import MINIATURE_RELEASE, PRESETS, miniature_name
 
 # keras-hub's BERT presets (keras_hub/src/models/bert/bert_presets.py): Google's checkpoints.
 KERAS_HUB_NAMES = {
@@ -37,16 +46,34 @@ KERAS_HUB_NAMES = {
     "bert_large_en_uncased": "large",
     "bert_large_en": "large_cased",
 }
-GOOGLE_ZIP_BASE = "https://storage.googleapis.com/bert_models"
+# The Hugging Face Hub's ids of Google's checkpoints (google-bert/, formerly without an
+# owner); the small BERTs are google/bert_uncased_L-<n>_H-<n>_A-<n> (`_miniature`).
+HF_NAMES = {
+    "bert-base-uncased": "base",
+    "bert-large-uncased": "large",
+    "bert-base-cased": "base_cased",
+    "bert-large-cased": "large_cased",
+    "bert-base-multilingual-cased": "base_multilingual",
+    "bert-base-multilingual-uncased": "base_multilingual_uncased",
+    "bert-base-chinese": "base_chinese",
+    "bert-large-uncased-whole-word-masking": "large_wwm",
+    "bert-large-cased-whole-word-masking": "large_wwm_cased",
+}
+HF_NAMES.update({f"google-bert/{name}": preset for name, preset in list(HF_NAMES.items())})
 
-# Google's checkpoint names (the zips' names): [wwm_|multi_]uncased|cased_L-n_H-n_A-n, chinese_...
+# Google's checkpoint names (the zips' names): [wwm_|multi_]uncased|cased_L-n_H-n_A-n,
+# multilingual_... (the uncased multilingual model), chinese_...
 _GOOGLE_NAME = re.compile(r"^(?:(wwm|multi)_)?(uncased|cased)_l-(\d+)_h-(\d+)_a-(\d+)$")
+_GOOGLE_MULTILINGUAL = re.compile(r"^multilingual_l-(\d+)_h-(\d+)_a-(\d+)$")
 _GOOGLE_CHINESE = re.compile(r"^chinese_l-(\d+)_h-(\d+)_a-(\d+)$")
+# The small BERTs: the Hub's google/bert_uncased_L-n_H-n_A-n and keras_bert's bert_Ln_Hn.
+_HF_MINIATURE = re.compile(r"^google/bert_uncased_l-(\d+)_h-(\d+)_a-(\d+)$")
+_MINIATURE = re.compile(r"^bert_l(\d+)_h(\d+)$")
 # TF Hub's names (bert_en_uncased_L-12_H-768_A-12, bert_en_wwm_cased_..., bert_multi_cased_...,
 # bert_zh_...) and Kaggle's variations of them (en-uncased-l-12-h-768-a-12), "-" read as "_".
 _TFHUB_NAME = re.compile(
     r"^(?:bert_)?(en|multi|zh)_(?:(wwm)_)?(?:(uncased|cased)_)?l_(\d+)_h_(\d+)_a_(\d+)$")
-_TFHUB_URL = re.compile(r"^(?:https?://)?tfhub\.dev/tensorflow/(?:small_bert/)?([^/]+)(?:/\d+)?/?$",
+_TFHUB_URL = re.compile(r"^(?:https?://)?tfhub\.dev/tensorflow/(small_bert/)?([^/]+)(?:/\d+)?/?$",
                         re.IGNORECASE)
 _KAGGLE_URL = re.compile(
     r"^(?:https?://)?(?:www\.)?kaggle\.com/models/([^/]+)/([^/]+)"
@@ -58,10 +85,10 @@ class UnregisteredBertError(CheckpointError):
     """A TF Hub or Kaggle handle of one of Google's BERTs that is not a registered preset.
 
     >>> try:
-    ...     registry_name("https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-6_H-256_A-4/2")
+    ...     registry_name("https://tfhub.dev/tensorflow/small_bert/bert_en_cased_L-6_H-256_A-4/2")
     ... except UnregisteredBertError as error:
     ...     print(error)
-    https://tfhub.dev/.../bert_en_uncased_L-6_H-256_A-4/2 is Google's uncased_L-6_H-256_A-4, ...
+    https://tfhub.dev/.../bert_en_cased_L-6_H-256_A-4/2 is Google's cased_L-6_H-256_A-4, ...
     """
 
 
@@ -80,18 +107,28 @@ def _google_key(stem):
         prefix, casing, layers, hidden, heads = match.groups()
         variant = "multi" if prefix == "multi" else "en"
         return _key(variant, prefix == "wwm", casing, layers, hidden, heads)
+    match = _GOOGLE_MULTILINGUAL.match(stem)
+    if match:
+        return _key("multi", False, "uncased", *match.groups())
     match = _GOOGLE_CHINESE.match(stem)
     if match:
         return _key("zh", False, None, *match.groups())
     return None
 
 
-def _registered_keys():
+def _registered_keys(miniatures=False):
+    """{key: registered name} of Google's checkpoints; a key two releases share (BERT-Base,
+    uncased) names the first registered (2018's ``base``), or with ``miniatures`` the small
+    BERTs' own."""
     keys = {}
     for spec in PRESETS.values():
         if spec.source == "google" and spec.path:
             stem = os.path.splitext(os.path.basename(spec.path))[0]
-            keys[_google_key(stem)] = spec.name
+            key = _google_key(stem)
+            if miniatures and spec.path.startswith(MINIATURE_RELEASE + "/"):
+                keys[key] = spec.name
+            else:
+                keys.setdefault(key, spec.name)
     return keys
 
 
@@ -113,20 +150,34 @@ def _google_stem(key):
     return f"{'wwm_' if wwm else 'multi_' if variant == 'multi' else ''}{casing}_{size}"
 
 
-def _from_key(key, handle):
-    registered = _registered_keys()
+def _from_key(key, handle, miniatures=False):
+    registered = _registered_keys(miniatures)
     if key in registered:
         return registered[key]
-    stem = _google_stem(key)
-    hint = ""
-    if key[0] == "en" and not key[1] and key[2] == "uncased" and key[4] <= 768 and key[3] <= 12:
-        hint = (f" Google's small BERTs are zips: download {GOOGLE_ZIP_BASE}/2020_02_20/"
-                f"{stem}.zip and pass the .zip (or its unzipped directory) to from_preset().")
-    sizes = ", ".join(f"{s.name} (L-{s.num_hidden_layers}/H-{s.hidden_size}, {s.casing})"
-                      for s in PRESETS.values() if s.source == "google")
+    variant, wwm, casing = key[:3]
+    alike = [name for k, name in _registered_keys().items() if k[:3] == (variant, wwm, casing)]
     raise UnregisteredBertError(
-        f"{handle} is Google's {stem}, which is not a registered preset. Registered: "
-        f"{sizes}.{hint}")
+        f"{handle} is Google's {_google_stem(key)}, which is not a registered preset (Google "
+        f"released no such model that keras_bert knows of). Registered of that kind: "
+        f"{', '.join(alike) or 'none'}; keras_bert.presets() lists them all.")
+
+
+def _miniature(lowered):
+    """The small BERT a Hub id (``google/bert_uncased_L-4_H-256_A-4``) or a
+    ``bert_L4_H256`` names, when it is one of them; else None."""
+    match = _HF_MINIATURE.match(lowered)
+    if match:
+        layers, hidden, heads = map(int, match.groups())
+        if heads != hidden // 64:
+            return None
+    else:
+        match = _MINIATURE.match(lowered)
+        if not match:
+            return None
+        layers, hidden = map(int, match.groups())
+    name = miniature_name(layers, hidden)
+    spec = PRESETS.get(name)
+    return name if spec is not None and spec.path.startswith(MINIATURE_RELEASE + "/") else None
 
 
 def kaggle_tensorflow_bert(owner, model, variation):
@@ -144,18 +195,23 @@ def registry_name(name):
     lowered = name.strip().lower()
     if lowered in KERAS_HUB_NAMES:
         return KERAS_HUB_NAMES[lowered]
+    if lowered in HF_NAMES:
+        return HF_NAMES[lowered]
+    miniature = _miniature(lowered)
+    if miniature is not None:
+        return miniature
     key = _google_key(lowered)
     if key is not None and key in _registered_keys():
         return _registered_keys()[key]
     match = _TFHUB_URL.match(name.strip())
     if match:
-        key = _tfhub_key(match.group(1))
+        key = _tfhub_key(match.group(2))
         if key is None:
             raise CheckpointError(
                 f"{name} is not a TF Hub BERT encoder that keras_bert knows (expected "
                 "tensorflow/bert_en_uncased_L-12_H-768_A-12 and the like; a preprocessing "
                 "model has no weights to load).")
-        return _from_key(key, name)
+        return _from_key(key, name, miniatures=bool(match.group(1)))
     match = _KAGGLE_URL.match(name.strip())
     parts = None
     if match:

@@ -2,7 +2,8 @@
 
 ``hf://owner/name[@revision]`` goes through ``huggingface_hub`` (``HfApi.model_info`` for
 the file list and the commit, then ``hf_hub_download`` of the files a BERT needs: the config,
-one weights file, the vocabulary and the tokenizer config); ``kaggle://owner/model/framework/
+one weights file, the vocabulary and the tokenizer config; a sentence-transformers model's
+modules too, whose description the converted copy keeps); ``kaggle://owner/model/framework/
 variation[/version]`` through ``kagglehub.model_download`` (keras-hub's preset layout:
 ``config.json``, ``model.weights.h5``, ``assets/tokenizer/vocabulary.txt``...). Both are the
 ``[hub]`` extra (``requirements-hub.txt``), imported only here, when a handle is loaded.
@@ -36,7 +37,7 @@ import urllib.parse
 import urllib.request
 
 from keras_bert import storage
-from keras_bert.checkpoints import huggingface, keras_bert_layout, keras_hub
+from keras_bert.checkpoints import huggingface, keras_bert_layout, keras_hub, sentence_transformers
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.checkpoints.formats import open_directory
 from keras_bert.presets import download
@@ -45,7 +46,6 @@ from keras_bert.presets.preset_saver import PresetSaver
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 HF_WEIGHTS = (huggingface.SAFETENSORS_FILE, huggingface.TORCH_FILE)  # the first one there
 HF_FILES = (huggingface.CONFIG_FILE, huggingface.VOCAB_FILE, huggingface.TOKENIZER_CONFIG_FILE)
-HF_TOKENIZER_FILE = "tokenizer.json"
 KERAS_HUB_FILES = (keras_hub.CONFIG_FILE, keras_hub.WEIGHTS_FILE, keras_hub.TOKENIZER_FILE,
                    keras_hub.VOCAB_FILE, "metadata.json")
 INSTALL = "pip install 'keras-bert-zoo[hub]' (requirements-hub.txt)"
@@ -126,26 +126,10 @@ def _hf_files(handle, siblings):
             f"{handle} holds no {' and no '.join(missing)}; not a BERT checkpoint keras_bert "
             f"reads. Its files: {sorted(names)[:20]}.")
     files = [f for f in HF_FILES if f in names]
-    if huggingface.VOCAB_FILE not in names and HF_TOKENIZER_FILE in names:
-        files.append(HF_TOKENIZER_FILE)  # the vocabulary is read from it (see _vocab_file)
+    if huggingface.VOCAB_FILE not in names and huggingface.TOKENIZER_FILE in names:
+        files.append(huggingface.TOKENIZER_FILE)  # the vocabulary is read from it
+    files += sentence_transformers.hub_files(names)  # a sentence-transformers model's modules
     return files + [weights], weights
-
-
-def _vocab_file(directory):
-    """Writes ``vocab.txt`` from a WordPiece ``tokenizer.json`` (what transformers 5 saves
-    in place of it) when the repository has no ``vocab.txt``."""
-    vocab = os.path.join(directory, huggingface.VOCAB_FILE)
-    source = os.path.join(directory, HF_TOKENIZER_FILE)
-    if storage.isfile(vocab) or not storage.isfile(source):
-        return
-    model = storage.read_json(source).get("model") or {}
-    pieces = model.get("vocab")
-    if model.get("type") != "WordPiece" or not isinstance(pieces, dict):
-        return  # not BERT's tokenizer: the preset then has no vocabulary, and says so
-    by_id = sorted(pieces.items(), key=lambda item: item[1])
-    if [i for _, i in by_id] != list(range(len(by_id))):
-        raise download.DownloadError(f"{source}: the WordPiece ids are not 0..{len(by_id) - 1}.")
-    storage.write_lines(vocab, [token for token, _ in by_id])
 
 
 def _download_hf(handle, into, progress):
@@ -276,14 +260,13 @@ def load(handle, sha256=None, progress=True):
         raw = os.path.join(work, "raw")
         resolved, weights, listed, files = fetch(handle, raw, progress)
         _check_weights_file(handle, os.path.join(raw, weights), listed, sha256)
-        if handle.hub == "hf":
-            _vocab_file(raw)
         out = os.path.join(work, "converted")
         source = hf_url(handle) if handle.hub == "hf" else kaggle_url(handle)
         try:
             checkpoint = open_directory(raw)
             checkpoint.name, checkpoint.source = str(handle), source
-            checkpoint.metadata = {"hub": {"handle": str(handle), "resolved": resolved,
+            checkpoint.metadata = {**checkpoint.metadata,  # (a sentence-transformers model's)
+                                   "hub": {"handle": str(handle), "resolved": resolved,
                                            "files": sorted(files)}}
             PresetSaver(out).save_preset(checkpoint)
         except CheckpointError as e:  # name the hub's file, not the temporary copy

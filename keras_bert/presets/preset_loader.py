@@ -28,9 +28,12 @@ import numpy as np
 
 from keras_bert import vocab
 from keras_bert.checks import check_kwargs, keyword_parameters
+from keras_bert.checkpoints.common import POOLER, has_pooler
 from keras_bert.checkpoints.formats import Preset
 from keras_bert.config import BertConfig
-from keras_bert.presets.preset_saver import PREPROCESSOR_KEY, TASK_KEY, preprocessor_arguments
+from keras_bert.presets.preset_saver import (
+    PREPROCESSOR_KEY, TASK_KEY, pooler_fingerprint, preprocessor_arguments,
+)
 from keras_bert.presets.resolver import load_preset
 
 # Keyword arguments of from_preset that steer loading rather than the model.
@@ -103,26 +106,36 @@ class PresetLoader:
         return config.replace(**overrides) if overrides else config
 
     def load_weights(self, config):
-        """The canonical weights, checked against ``config`` (read once per config)."""
+        """The canonical weights, checked against ``config`` (read once per config; their
+        names and shapes are checked before any tensor is read: `Preset.weights`)."""
         key = repr(config.to_dict())
         if key not in self._weights:
             self._weights = {key: self.preset.weights(config)}
         return self._weights[key]
 
     # ---------------------------------------------------------------- builders
-    def load_encoder(self, cls, load_weights=True, record=True, **kwargs):
+    def load_encoder(self, cls, load_weights=True, record=True, reads_pooled_output=True,
+                     **kwargs):
         """``cls`` (a `BertEncoder` class) from the preset's config, `BertConfig` fields in
         ``kwargs`` overriding it and the rest passed to the class; its weights unless
-        ``load_weights`` is False. With ``record``, the model keeps the preset's vocabulary,
-        casing and name (for ``save_to_preset``)."""
+        ``load_weights`` is False, read and checked against the config before the model is
+        built (a checkpoint that does not fit fails at once, whatever the model's size).
+        With ``record``, the model keeps the preset's vocabulary, casing and name (for
+        ``save_to_preset``). ``reads_pooled_output``: whether the caller reads the pooled
+        output, to be told when a checkpoint without a pooler leaves it fresh (see
+        `assign_encoder_weights`)."""
         fields = _config_fields()
         overrides = {k: kwargs.pop(k) for k in fields if k in kwargs}
         config = self.load_config(overrides)
+        weights = self.load_weights(config) if load_weights else None
         model = cls(config, **kwargs)
         if load_weights:
-            model.set_canonical_weights(self.load_weights(config), source=self.path or self.name)
+            assign_encoder_weights(model, weights, source=self.path or self.name,
+                                   warn=reads_pooled_output)
         if record:
             model.vocab_path = self.vocab_path  # reads the tokens into model.vocabulary
+            if self.vocab_path is None:  # tokens from a file of another kind, or none
+                model.vocabulary = self.preset.vocabulary
             model.do_lower_case = self.do_lower_case
             model.preset_name = self.name
         return model
@@ -130,13 +143,16 @@ class PresetLoader:
     def load_vocabulary(self):
         """The preset's vocabulary (a list of tokens), read and checked by the tokenizer's
         reader."""
-        tokens = vocab.load_vocabulary(self.vocab_path)
-        vocab.check_vocabulary(tokens)
+        tokens = self.preset.vocabulary
+        vocab.check_vocabulary(tokens, path=self.vocab_path)
         return tokens
 
     def load_tokenizer(self, cls, **kwargs):
-        """``cls`` (a `BertTokenizer` class) on the preset's vocabulary and casing."""
-        return cls(self.vocab_path, do_lower_case=self.do_lower_case, **kwargs)
+        """``cls`` (a `BertTokenizer` class) on the preset's vocabulary (its file, or its
+        tokens when they come from another kind of file) and casing; ``kwargs`` (the
+        constructor's other arguments, ``do_lower_case`` among them) override."""
+        vocabulary = self.vocab_path if self.vocab_path is not None else self.preset.vocabulary
+        return cls(vocabulary, **{"do_lower_case": self.do_lower_case, **kwargs})
 
     def load_preprocessor(self, task_cls, **kwargs):
         """The preprocessor ``task_cls`` takes: its ``preprocessor_cls`` on the preset's
@@ -157,17 +173,20 @@ class PresetLoader:
         preprocessor_given = "preprocessor" in kwargs
         preprocessor = kwargs.pop("preprocessor", None)
         check_task_kwargs(cls, kwargs)
+        saved_task = self.metadata.get(TASK_KEY) or {}
+        if saved_task.get("class_name") != cls.__name__:  # what else the preset records
+            kwargs = {**cls.preset_defaults(self.metadata), **kwargs}
         overrides = {k: kwargs.pop(k) for k in _config_fields() if k in kwargs}
         pre_args = {k: kwargs.pop(k) for k in preprocessor_arguments(cls) if k in kwargs}
         encoder_args = {k: kwargs.pop(k) for k in ENCODER_ARGUMENTS if k in kwargs}
 
-        saved_task = self.metadata.get(TASK_KEY) or {}
         head_args = {}
         if saved_task.get("class_name") == cls.__name__:
             head_args.update(saved_task.get("config") or {})
         head_args.update(kwargs)
 
         encoder = self.load_encoder(cls.encoder_cls, load_weights=load_weights, record=False,
+                                    reads_pooled_output=getattr(cls, "reads_pooled_output", True),
                                     **overrides, **encoder_args)
         if not preprocessor_given:
             preprocessor = self.load_preprocessor(cls, **pre_args)
@@ -229,6 +248,29 @@ def check_task_kwargs(cls, kwargs):
         "BertConfig fields": _config_fields(),
         "loading options": LOAD_OPTIONS,
     })
+
+
+def assign_encoder_weights(encoder, weights, source, warn=True):
+    """Assigns the canonical ``weights`` to ``encoder``. A checkpoint without a pooler (as
+    transformers' ``BertForTokenClassification``, ``BertForQuestionAnswering`` and
+    ``BertForMaskedLM`` save them) leaves the encoder's pooler as initialised: the encoder
+    records that (``encoder.fresh_pooler``, so that ``save_to_preset`` leaves an untrained
+    pooler out, see `keras_bert.presets.preset_saver.encoder_weights`) and, with ``warn``
+    (the caller reads ``pooled_output``), one warning says so. Returns whether the pooler
+    was left fresh."""
+    fresh = not has_pooler(weights)
+    if fresh:
+        current = encoder.canonical_variables()
+        weights = {**weights, **{name: current[name].numpy() for name in POOLER}}
+    encoder.set_canonical_weights(weights, source=source)
+    encoder.fresh_pooler = pooler_fingerprint(encoder) if fresh else None
+    if fresh and warn:
+        warnings.warn(
+            f"{source}: the checkpoint has no pooler (bert/pooler/dense/*; transformers' "
+            "BertForTokenClassification, BertForQuestionAnswering and BertForMaskedLM save "
+            "none), so the encoder's pooler starts fresh: pooled_output means nothing until "
+            "it is trained. sequence_output is the checkpoint's.", stacklevel=2)
+    return fresh
 
 
 def load_head_weights(model, weights, source):

@@ -36,15 +36,17 @@ directory, and the format's files (glob patterns) with the order they replace ea
 """
 
 import collections
+import copy
 import errno
+import hashlib
 import os
 
 import numpy as np
 
 from keras_bert import storage, vocab
 from keras_bert.checks import keyword_parameters
-from keras_bert.checkpoints import keras_bert_layout
-from keras_bert.checkpoints.common import check_vocab
+from keras_bert.checkpoints import keras_bert_layout, sentence_transformers
+from keras_bert.checkpoints.common import POOLER, CheckpointError, check_vocab
 from keras_bert.checkpoints.formats import Preset
 
 # keras_bert.json keys of a task preset: the task (class and head arguments) and the
@@ -69,10 +71,29 @@ def _write_keras_bert(directory, preset):
                             name=preset.name, source=preset.source, extra=preset.metadata)
 
 
+def _write_sentence_transformers(directory, preset):
+    """A sentence-transformers folder: the embedding a `BertTextEmbedder` (or a
+    sentence-transformers preset) describes; an encoder alone gets mean pooling, as
+    sentence-transformers gives a plain BERT. Another task's head has no place in it."""
+    description = preset.metadata.get(sentence_transformers.METADATA_KEY)
+    task = (preset.metadata.get(TASK_KEY) or {}).get("class_name")
+    if description is None and task is not None:
+        raise CheckpointError(
+            f"A sentence-transformers model is an embedder (pooling, projections, "
+            f"normalization); a {task}'s head has no place in it. Save a BertTextEmbedder, "
+            "or this model in another format.")
+    sentence_transformers.write(
+        directory, preset.config, preset.weights(),
+        description or sentence_transformers.default_description(),
+        vocab_path=preset.vocab_path, do_lower_case=preset.do_lower_case)
+
+
 # The formats a preset is saved in: {format: Writer}.
 WRITERS = {
     "keras_bert": Writer(_write_keras_bert, keras_bert_layout.FILES, keras_bert_layout.FIRST,
                          keras_bert_layout.LAST),
+    "sentence_transformers": Writer(_write_sentence_transformers, sentence_transformers.FILES
+                                    + keras_bert_layout.FILES, (), sentence_transformers.LAST),
 }
 
 
@@ -83,7 +104,7 @@ class PresetSaver:
         directory: where the preset goes: absent, empty, or holding an earlier preset (which
             the new one replaces at once; see the module docstring) and other files (which
             stay).
-        format: a key of `WRITERS`.
+        format: a key of `WRITERS` (``-`` for ``_`` too: ``"sentence-transformers"``).
 
     Example:
 
@@ -96,6 +117,7 @@ class PresetSaver:
     """
 
     def __init__(self, directory, format="keras_bert"):
+        format = format.replace("-", "_") if isinstance(format, str) else format
         if format not in WRITERS:
             raise ValueError(f"Unknown preset format {format!r}; presets are saved in "
                              f"{', '.join(map(repr, WRITERS))}.")
@@ -108,16 +130,17 @@ class PresetSaver:
         Returns the directory."""
         preset = Preset(encoder.bert_config, name=encoder.preset_name or encoder.name,
                         source=type(encoder).__name__, do_lower_case=encoder.do_lower_case,
-                        weights=encoder.get_canonical_weights())
+                        weights=encoder_weights(encoder))
         return self._save(preset, encoder.vocabulary)
 
     def save_task(self, task):
         """Writes the task model ``task``: the encoder and the head (Google's names), the
         config, the preprocessor's vocabulary and casing (without a preprocessor, the
         encoder's), and the task's and preprocessor's arguments. Returns the directory."""
-        weights = task.encoder.get_canonical_weights()
+        weights = encoder_weights(task.encoder)
         weights.update(head_weights(task))
         metadata = {TASK_KEY: {"class_name": type(task).__name__, "config": task.head_config()}}
+        metadata.update(task.preset_metadata())
         if task.preprocessor is not None:
             config = task.preprocessor.get_config()
             metadata[PREPROCESSOR_KEY] = {k: config[k] for k in preprocessor_arguments(type(task))
@@ -138,6 +161,9 @@ class PresetSaver:
         if storage.isfile(self.directory):
             raise NotADirectoryError(errno.ENOTDIR, "A preset is a directory; this is a file",
                                      self.directory)
+        if preset.vocab_path is None and preset.tokens is not None:
+            # tokens from a file of another kind (tokenizer.json): written as vocab.txt
+            return self._save(copy.copy(preset), preset.tokens)
         check_vocab(preset.vocab_path, preset.config, source=f"Saving to {self.directory}")
         writer = WRITERS[self.format]
         with storage.replacing_dir(self.directory, first=writer.first, last=writer.last,
@@ -157,6 +183,31 @@ def _parent(directory):
     directory = directory.rstrip("/")
     return os.path.dirname(directory if storage.is_remote(directory)
                            else os.path.abspath(directory))
+
+
+# -------------------------------------------------------------------- weights
+def pooler_fingerprint(encoder):
+    """The sha256 of the encoder's pooler weights. The loader records it on an encoder whose
+    checkpoint had no pooler, which it leaves as initialised (``encoder.fresh_pooler``, see
+    `keras_bert.presets.preset_loader.assign_encoder_weights`); `encoder_weights` compares."""
+    variables = encoder.canonical_variables()
+    digest = hashlib.sha256()
+    for name in POOLER:
+        digest.update(np.ascontiguousarray(variables[name].numpy()).tobytes())
+    return digest.hexdigest()
+
+
+def encoder_weights(encoder):
+    """The encoder's canonical weights as a preset holds them: without the pooler when it is
+    still the fresh one ``from_preset`` gave a checkpoint without a pooler (nothing trained
+    or set it since), so that a saved preset does not pass it off as trained; loading the
+    preset then starts it fresh again, and says so."""
+    weights = encoder.get_canonical_weights()
+    fresh = getattr(encoder, "fresh_pooler", None)
+    if fresh is not None and fresh == pooler_fingerprint(encoder):
+        for name in POOLER:
+            del weights[name]
+    return weights
 
 
 # -------------------------------------------------------------------- task presets

@@ -152,6 +152,9 @@ def _no_vocabulary(preset):
     """The error for a preset without the vocabulary its caller needs."""
     origin = preset.metadata.get("name")
     hint = " Put the checkpoint's WordPiece vocabulary there (one token a line)."
+    if preset.format == "huggingface":
+        hint = (" Put the checkpoint's WordPiece vocabulary there (vocab.txt, one token a "
+                "line), or the tokenizer.json transformers saves with it.")
     if preset.format == "keras_bert" and origin in PRESETS:
         hint = (f" It was saved by save_to_preset from a model without one (such as "
                 f"from_preset({origin!r}, load_weights=False) before {origin!r} was "
@@ -204,7 +207,7 @@ def load_preset(name_or_path, url=None, sha256=None, do_lower_case=None, progres
     name_or_path = os.fspath(name_or_path)
     preset = _resolve(name_or_path, url, sha256, do_lower_case, progress, require_weights,
                       require_vocab)
-    if require_vocab and preset.vocab_path is None:
+    if require_vocab and not preset.has_vocabulary:
         raise _no_vocabulary(preset)
     return preset
 

@@ -263,4 +263,4 @@ class BertTokenizer(keras.layers.Layer):
                 "the ids will not match what the model was trained on.",
                 stacklevel=2,
             )
-        return cls(loaded.vocab_path, do_lower_case=do_lower_case, **kwargs)
+        return loaded.load_tokenizer(cls, do_lower_case=do_lower_case, **kwargs)

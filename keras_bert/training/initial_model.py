@@ -16,7 +16,9 @@ from keras_bert.checkpoints import google
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
-from keras_bert.presets.preset_loader import PresetLoader, load_head_weights
+from keras_bert.presets.preset_loader import (
+    PresetLoader, assign_encoder_weights, load_head_weights,
+)
 from keras_bert.text.masked_lm_preprocessor import BertPretrainerPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 
@@ -61,8 +63,8 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
     else:  # --init_checkpoint=<a directory> alone: its own config and weights, resolved once
         resolved = PresetLoader(init_checkpoint)
         config, source = resolved.load_config(), resolved.path
-        if vocab_file is None:
-            vocab_file = resolved.vocab_path
+        if vocab_file is None:  # its file, or the tokens of its tokenizer.json
+            vocab_file = resolved.vocab_path or resolved.preset.vocabulary
         if do_lower_case is None:
             do_lower_case = resolved.do_lower_case
     _check_length(config, max_seq_length, source)
@@ -72,12 +74,15 @@ def build_pretrainer(preset=None, bert_config_file=None, init_checkpoint=None, v
         lower = True if do_lower_case is None else do_lower_case
         tokenizer = BertTokenizer(vocab_file, do_lower_case=lower)
         preprocessor = BertPretrainerPreprocessor(tokenizer, **pre_args)
-        encoder.vocab_path = vocab_file
+        if isinstance(vocab_file, list):
+            encoder.vocabulary = vocab_file
+        else:
+            encoder.vocab_path = vocab_file
         encoder.do_lower_case = lower
     model = BertPretrainer(encoder, preprocessor=preprocessor, compile=False)
     if init_checkpoint is not None:
         weights, where = _init_weights(init_checkpoint, config, resolved)
-        encoder.set_canonical_weights(weights, source=where)
+        assign_encoder_weights(encoder, weights, source=where)
         load_head_weights(model, weights, source=where)
     return model
 

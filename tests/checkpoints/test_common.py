@@ -68,6 +68,19 @@ def test_an_unknown_encoder_variable_is_unused():
         check_shapes(shapes, TWO_LAYERS, "src")
 
 
+def test_a_checkpoint_without_a_pooler_fits_but_half_a_pooler_does_not():
+    shapes = encoder_shapes(TWO_LAYERS)
+    del shapes["bert/pooler/dense/kernel"], shapes["bert/pooler/dense/bias"]
+    check_shapes(shapes, TWO_LAYERS, "src")  # transformers' task models save none
+    shapes["bert/pooler/dense/bias"] = (8,)
+    with pytest.raises(CheckpointError, match=r"src: missing variable\(s\) "
+                       r"bert/pooler/dense/kernel\.$"):
+        check_shapes(shapes, TWO_LAYERS, "src")
+    shapes["bert/pooler/dense/kernel"] = (8, 9)
+    with pytest.raises(CheckpointError, match=r"bert/pooler/dense/kernel has shape \(8, 9\)"):
+        check_shapes(shapes, TWO_LAYERS, "src")
+
+
 def test_missing_layers_name_both_layer_counts():
     with pytest.raises(CheckpointError, match=r"missing variable\(s\) bert/encoder/layer_2/.*"
                        r"\(the checkpoint has 2 layers, the config says num_hidden_layers=3\)"):

@@ -77,6 +77,8 @@ def test_every_format_module_has_the_same_functions():
     from keras_bert.checkpoints.formats import FORMATS
 
     for name, module in FORMATS.items():
-        for function in ("detect", "read_config", "read_metadata", "recorded_casing",
-                         "vocab_file", "check_weights", "read_weights"):
+        for function in ("detect", "read_config", "read_metadata", "check_files",
+                         "recorded_casing", "vocab_file", "vocabulary", "check_weights",
+                         "list_variables", "read_weights"):
             assert callable(getattr(module, function, None)), (name, function)
+        assert isinstance(module.FILES, tuple) and module.FILES, name

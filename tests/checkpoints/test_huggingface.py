@@ -140,6 +140,16 @@ def test_pytorch_bin_is_read_with_torch(tmp_path):
                                   weights["bert/pooler/dense/kernel"])
 
 
+@pytest.mark.parametrize("key", ["is_decoder", "add_cross_attention"])
+def test_a_decoder_config_is_refused(key):
+    """transformers' BertLMHeadModel saves no pooler either, but its attention is causal."""
+    values = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "intermediate_size": 32, "vocab_size": 50, key: True}
+    with pytest.raises(CheckpointError, match=r"<dict>: a BERT decoder .* attends both ways"):
+        huggingface.config_from_json(values)
+    huggingface.config_from_json(dict(values, **{key: False}))
+
+
 def test_missing_weights_file_names_the_file(tmp_path):
     config = _small_config()
     huggingface.write_directory(tmp_path, config, _random_weights(config))
@@ -154,3 +164,43 @@ def test_corrupt_weights_file_names_the_file(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\x00garbage" * 10)
     with pytest.raises(CheckpointError, match="model.safetensors"):
         BertEncoder.from_preset(str(tmp_path))
+
+
+# ------------------------------------------------------------ directories transformers writes
+def _transformers_dir(tmp_path, architecture="BertModel", **kwargs):
+    require("torch")
+    require("transformers")
+    from tests.checkpoints.transformers_dirs import write_transformers_dir
+
+    return write_transformers_dir(tmp_path / architecture, architecture, **kwargs)
+
+
+@pytest.mark.parametrize("architecture", ["BertForTokenClassification",
+                                          "BertForQuestionAnswering", "BertForMaskedLM"])
+def test_transformers_models_without_a_pooler_load_as_encoders(tmp_path, architecture):
+    """transformers builds these with add_pooling_layer=False and saves no pooler; the
+    encoder loads with a fresh one, says so once, and its sequence_output is transformers'."""
+    import warnings
+
+    from safetensors.numpy import load_file
+
+    from keras_bert import BertPreprocessor
+    from tests.checkpoints.transformers_dirs import hidden_states
+
+    directory, model, tokenizer = _transformers_dir(tmp_path, architecture, num_labels=3)
+    assert not any(k.startswith("bert.pooler") for k in load_file(directory / "model.safetensors"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        encoder = BertEncoder.from_preset(str(directory))
+    pooler = [w for w in caught if "no pooler" in str(w.message)]
+    assert len(pooler) == 1 and "pooler starts fresh" in str(pooler[0].message), caught
+    assert encoder.fresh_pooler is not None
+
+    batch = tokenizer(SENTENCES, padding="max_length", max_length=40, truncation=True,
+                      return_tensors="np")
+    packed = BertPreprocessor.from_preset(str(directory), seq_length=40)(SENTENCES)
+    np.testing.assert_array_equal(packed["input_word_ids"], batch["input_ids"])
+    got = np.asarray(encoder(packed)["sequence_output"])
+    real = batch["attention_mask"].astype(bool)
+    diff = np.abs(got - hidden_states(model, batch))[real].max()
+    assert diff <= 1e-4, diff

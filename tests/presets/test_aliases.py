@@ -45,6 +45,22 @@ MAPPED = {
     "uncased_L-12_H-768_A-12": "base",
     "wwm_cased_L-24_H-1024_A-16": "large_wwm_cased",
     "chinese_L-12_H-768_A-12": "base_chinese",
+    "multilingual_L-12_H-768_A-12": "base_multilingual_uncased",
+    "uncased_L-10_H-512_A-8": "bert_L10_H512",
+    # the small BERTs by the Hugging Face Hub's ids, TF Hub, Kaggle and bert_L<n>_H<n>
+    "google/bert_uncased_L-4_H-256_A-4": "mini",
+    "google/bert_uncased_L-6_H-256_A-4": "bert_L6_H256",
+    "google/bert_uncased_L-12_H-768_A-12": "bert_L12_H768",  # 2020's, not base
+    "https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-12_H-768_A-12/2": "bert_L12_H768",
+    "https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-6_H-256_A-4/2": "bert_L6_H256",
+    "kaggle://tensorflow/bert/tensorFlow2/bert-en-uncased-l-6-h-256-a-4/2": "bert_L6_H256",
+    "bert_L2_H128": "tiny",
+    "bert_L8_H512": "medium",
+    # the Hugging Face Hub's ids of Google's other checkpoints
+    "bert-base-uncased": "base",
+    "google-bert/bert-large-cased-whole-word-masking": "large_wwm_cased",
+    "bert-base-multilingual-uncased": "base_multilingual_uncased",
+    "google-bert/bert-base-chinese": "base_chinese",
 }
 
 
@@ -86,12 +102,37 @@ def test_kaggle_handles_of_other_models_are_no_aliases():
     assert registry_name("base_model") is None
 
 
-def test_an_unregistered_small_bert_names_the_google_zip():
+@pytest.mark.parametrize("layers", [2, 4, 6, 8, 10, 12])
+@pytest.mark.parametrize("hidden", [128, 256, 512, 768])
+def test_every_small_bert_is_reached_by_each_of_its_names(layers, hidden):
+    heads = hidden // 64
+    name = registry_name(f"google/bert_uncased_L-{layers}_H-{hidden}_A-{heads}")
+    spec = PRESETS[name]
+    assert spec.url.endswith(f"/2020_02_20/uncased_L-{layers}_H-{hidden}_A-{heads}.zip")
+    assert registry_name(f"bert_L{layers}_H{hidden}") == name
+    assert registry_name("https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_"
+                         f"L-{layers}_H-{hidden}_A-{heads}/2") == name
+    google = registry_name(f"uncased_L-{layers}_H-{hidden}_A-{heads}")
+    assert google == ("base" if (layers, hidden) == (12, 768) else name)
+
+
+def test_an_hf_handle_of_a_google_checkpoint_still_goes_to_the_hub():
+    assert registry_name("hf://google/bert_uncased_L-4_H-256_A-4") is None
+    assert registry_name("google/bert_uncased_L-4_H-256_A-5") is None  # no such model
+
+
+def test_a_hub_id_loads_the_registered_preset_without_a_download(cache):
+    preset = load_preset("google/bert_uncased_L-6_H-256_A-4", require_weights=False)
+    assert preset.name == "bert_L6_H256" and preset.config.num_hidden_layers == 6
+    assert not cache.exists()
+
+
+def test_an_unregistered_google_bert_is_said_to_be_none_of_googles():
     with pytest.raises(UnregisteredBertError, match=(
-            r"bert_en_uncased_L-6_H-256_A-4/2 is Google's uncased_L-6_H-256_A-4, which is not a "
-            r"registered preset\. Registered: tiny \(L-2/H-128, uncased\).*download "
-            r"https://storage\.googleapis\.com/bert_models/2020_02_20/uncased_L-6_H-256_A-4\.zip")):
-        load_preset("https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-6_H-256_A-4/2")
+            r"bert_en_cased_L-4_H-256_A-4/2 is Google's cased_L-4_H-256_A-4, which is not a "
+            r"registered preset \(Google released no such model that keras_bert knows of\)\. "
+            r"Registered of that kind: base_cased, large_cased")):
+        load_preset("https://tfhub.dev/tensorflow/small_bert/bert_en_cased_L-4_H-256_A-4/2")
 
 
 def test_a_tfhub_preprocessing_model_is_refused_clearly():

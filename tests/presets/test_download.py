@@ -68,6 +68,20 @@ def test_registry_tiny_downloads_from_overridden_url(monkeypatch, tmp_path, serv
     assert preset.source == server.url + "/files/tiny.zip"
 
 
+def test_a_small_bert_downloads_from_its_registry_path(monkeypatch, tmp_path, server, cache):
+    """One of the 24 small BERTs, as Google's zip lays it out (a folder named after the
+    file), served at its registry path under a mirror (KERAS_BERT_BASE_URL)."""
+    spec = PRESETS["bert_L4_H128"]
+    write_google_dir(tmp_path / "src", config=spec.config, slots=False)
+    server.routes["/2020_02_20/uncased_L-4_H-128_A-2.zip"] = zip_dir(
+        tmp_path / "src", folder="uncased_L-4_H-128_A-2")
+    monkeypatch.setenv("KERAS_BERT_BASE_URL", server.url)
+    preset = load_preset("google/bert_uncased_L-4_H-128_A-2", progress=False)  # the Hub's id
+    assert server.requests == ["/2020_02_20/uncased_L-4_H-128_A-2.zip"]
+    assert preset.name == "bert_L4_H128" and preset.config == spec.config
+    assert preset.do_lower_case is True and (cache / "bert_L4_H128" / "vocab.txt").is_file()
+
+
 def test_sha256_is_checked(toy, server, cache):
     _, _, body = toy
     with pytest.raises(DownloadError, match="sha256"):
@@ -136,6 +150,18 @@ def test_offline_fails_fast_naming_the_url(monkeypatch, cache):
     assert url in message
     assert "by hand" in message and str(cache / "downloads") in message
     assert not (cache / "toy").exists()
+
+
+def test_a_registered_small_bert_offline_fails_fast_naming_its_url(monkeypatch, cache):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("KERAS_BERT_BASE_URL", f"http://127.0.0.1:{port}")
+    with pytest.raises(DownloadError) as info:
+        BertEncoder.from_preset("bert_L6_H256")
+    url = f"http://127.0.0.1:{port}/2020_02_20/uncased_L-6_H-256_A-4.zip"
+    assert str(info.value).startswith(f"Cannot download {url}: [Errno {errno.ECONNREFUSED}]")
+    assert not (cache / "bert_L6_H256").exists()
 
 
 def test_architecture_without_weights_needs_no_download(monkeypatch, toy, cache):

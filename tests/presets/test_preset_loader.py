@@ -94,3 +94,134 @@ def test_the_loader_builds_what_a_class_asks_for(task_preset):
     preprocessor = loader.load_preprocessor(BertClassifier, seq_length=8)
     assert isinstance(preprocessor, BertPreprocessor) and preprocessor.seq_length == 8
     assert loader.metadata["task"]["class_name"] == "BertClassifier"
+
+
+# ------------------------------------------------------------ checkpoints without a pooler
+@pytest.fixture()
+def no_pooler(tmp_path):
+    """A Hugging Face directory of a model without a pooler (as transformers'
+    BertForTokenClassification saves one) and the weights it holds."""
+    from keras_bert.checkpoints import huggingface
+    from keras_bert.checkpoints.common import POOLER
+
+    encoder = tiny_encoder(vocab_size=len(VOCAB))
+    weights = {k: v + 0.5 for k, v in encoder.get_canonical_weights().items() if k not in POOLER}
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    huggingface.write_directory(tmp_path / "ner", encoder.bert_config, weights,
+                                vocab_path=tmp_path / "vocab.txt")
+    return str(tmp_path / "ner"), weights
+
+
+def _pooler_warnings(load):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = load()
+    return model, [str(w.message) for w in caught if "no pooler" in str(w.message)]
+
+
+def test_a_checkpoint_without_a_pooler_warns_once_where_the_pooled_output_is_read(no_pooler):
+    path, weights = no_pooler
+    for cls in (keras_bert.BertTokenClassifier, keras_bert.BertSpanLabeler,
+                keras_bert.BertMaskedLM):
+        kwargs = {"num_classes": 3} if cls is keras_bert.BertTokenClassifier else {}
+        model, said = _pooler_warnings(lambda: cls.from_preset(path, preprocessor=None, **kwargs))
+        assert said == [], cls.__name__  # it never reads the pooled output
+        assert model.encoder.fresh_pooler is not None
+    for load in (lambda: BertEncoder.from_preset(path),
+                 lambda: BertClassifier.from_preset(path, num_classes=2, preprocessor=None),
+                 lambda: keras_bert.BertMultipleChoice.from_preset(path, num_choices=2,
+                                                                   preprocessor=None)):
+        model, said = _pooler_warnings(load)
+        assert len(said) == 1 and said[0].startswith(f"{path}: the checkpoint has no pooler")
+    encoder = model.encoder
+    for name, value in weights.items():
+        np.testing.assert_array_equal(encoder.get_canonical_weights()[name], value, err_msg=name)
+
+
+def test_a_fresh_pooler_is_not_saved_as_trained(no_pooler, tmp_path):
+    from keras_bert.checkpoints.common import POOLER
+
+    path, _ = no_pooler
+    with pytest.warns(UserWarning, match="no pooler"):
+        encoder = BertEncoder.from_preset(path)
+    saved = encoder.save_to_preset(str(tmp_path / "as_loaded"))
+    assert not set(POOLER) & set(keras_bert.presets.load_preset(saved).weights())
+    again, said = _pooler_warnings(lambda: BertEncoder.from_preset(saved))
+    assert len(said) == 1  # loads as the checkpoint did: fresh pooler, said so
+    # A pooler changed since (trained, or set) is saved.
+    weights = encoder.get_canonical_weights()
+    weights["bert/pooler/dense/bias"] = weights["bert/pooler/dense/bias"] + 1.0
+    encoder.set_canonical_weights(weights)
+    trained = keras_bert.presets.load_preset(encoder.save_to_preset(str(tmp_path / "trained")))
+    np.testing.assert_array_equal(trained.weights()["bert/pooler/dense/bias"],
+                                  weights["bert/pooler/dense/bias"])
+    task = keras_bert.BertTokenClassifier.from_preset(path, num_classes=2, preprocessor=None)
+    task_saved = keras_bert.presets.load_preset(task.save_to_preset(str(tmp_path / "task")))
+    assert not set(POOLER) & set(task_saved.weights())
+
+
+# ------------------------------------------------------------ checked before anything is built
+class _RecordingEncoder(BertEncoder):
+    """A BertEncoder that records every construction."""
+
+    built = []
+
+    def __init__(self, *args, **kwargs):
+        _RecordingEncoder.built.append(kwargs.get("name"))
+        super().__init__(*args, **kwargs)
+
+
+class _RecordingClassifier(BertClassifier):
+    encoder_cls = _RecordingEncoder
+
+
+def _checkpoint(tmp_path, fmt):
+    """A tiny checkpoint in ``fmt``, as its own tools write it."""
+    from keras_bert.checkpoints import google, huggingface
+
+    encoder = tiny_encoder(vocab_size=len(VOCAB))
+    if fmt == "keras_hub":
+        from tests.dependencies import require
+        from tests.presets.hub_servers import assign_to_backbone
+
+        keras_hub = require("keras_hub")
+        config = encoder.bert_config
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
+            num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
+            intermediate_dim=config.intermediate_size,
+            max_sequence_length=config.max_position_embeddings)
+        assign_to_backbone(backbone, encoder.get_canonical_weights())
+        backbone.save_to_preset(str(tmp_path / fmt))
+    elif fmt == "keras_bert":
+        encoder.save_to_preset(str(tmp_path / fmt))
+    else:
+        module = {"google": google, "huggingface": huggingface}[fmt]
+        module.write_directory(tmp_path / fmt, encoder.bert_config,
+                               encoder.get_canonical_weights())
+    return str(tmp_path / fmt)
+
+
+# A config whose weights would take 1.2 GB, and 13 s to build on 2 cores.
+HUGE = dict(num_hidden_layers=4, hidden_size=4096, num_attention_heads=64,
+            intermediate_size=16384)
+
+
+@pytest.mark.parametrize("fmt", ["keras_bert", "google", "huggingface", "keras_hub"])
+def test_weights_that_do_not_fit_the_config_fail_before_any_model_is_built(tmp_path, fmt):
+    from keras_bert.checkpoints import CheckpointError
+
+    path = _checkpoint(tmp_path, fmt)
+    _RecordingEncoder.built.clear()
+    with pytest.raises(CheckpointError, match=r"missing variable\(s\) bert/encoder/layer_2/.* "
+                       r"\(the checkpoint has 2 layers, the config says num_hidden_layers=4\)"):
+        _RecordingEncoder.from_preset(path, **HUGE)
+    with pytest.raises(CheckpointError, match=r"has shape \(\d+, 16\) but the config expects "
+                       r"\(\d+, 4096\)"):
+        _RecordingClassifier.from_preset(path, num_classes=2, preprocessor=None,
+                                         **dict(HUGE, num_hidden_layers=2))
+    assert _RecordingEncoder.built == []  # failed in the check, not after building
+    assert _RecordingEncoder.from_preset(path).bert_config.hidden_size == 16
+    assert len(_RecordingEncoder.built) == 1
