@@ -96,13 +96,8 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
 
     >>> import tempfile, tensorflow as tf
     >>> import tensorflow_text  # registers the tokenizer's ops for loading
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> path = model.export(tempfile.mkdtemp() + "/sentiment/1",
     ...                     label_names=["negative", "positive"])
     >>> serve = tf.saved_model.load(path).signatures["serving_default"]

@@ -47,7 +47,7 @@ class Task(PipelineModel):
     Example (a subclass, as `BertClassifier` is one):
 
     >>> import keras
-    >>> from keras_bert import BertConfig, BertEncoder
+    >>> from keras_bert import BertEncoder
     >>> from keras_bert.models.task import Task
     >>> class MeanTokenRegressor(Task):
     ...     def __init__(self, encoder, preprocessor=None, **kwargs):
@@ -59,9 +59,7 @@ class Task(PipelineModel):
     ...                          preprocessor=preprocessor, **kwargs)
     ...     def default_loss(self):
     ...         return "mse"
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> model = MeanTokenRegressor(encoder)
+    >>> model = MeanTokenRegressor(BertEncoder.from_preset("tiny_random"))
     >>> model.optimizer.__class__.__name__, model.loss
     ('AdamW', 'mse')
     """

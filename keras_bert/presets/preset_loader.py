@@ -135,7 +135,8 @@ class PresetLoader:
         weights = self.load_weights(config) if load_weights else None
         model = cls(config, **kwargs)
         if load_weights:
-            assign_encoder_weights(model, weights, source=self.path, warn=reads_pooled_output)
+            assign_encoder_weights(model, weights, source=self.path or self.name,
+                                   warn=reads_pooled_output)
         if record:
             model.vocab_path = self.vocab_path  # reads the tokens into model.vocabulary
             if self.vocab_path is None:  # tokens from a file of another kind, or none
@@ -196,7 +197,7 @@ class PresetLoader:
         model = cls(encoder, preprocessor=preprocessor, **head_args)
         if load_weights:
             loaded = load_head_weights(model, self.load_weights(encoder.bert_config),
-                                       source=self.path)
+                                       source=self.path or self.name)
             if not loaded and model.head_variables():
                 log.info("%s holds no %s head: %s's head (%s) starts fresh; train it "
                          "before using its outputs.", self.path or self.name,

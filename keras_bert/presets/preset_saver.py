@@ -37,11 +37,9 @@ A format is one row of `WRITERS`: the function that writes a `Preset` into an em
 directory, and the files it replaces (glob patterns) with the order they replace earlier ones.
 
 >>> import tempfile
->>> from keras_bert import BertConfig, BertEncoder
+>>> from keras_bert import BertEncoder
 >>> from keras_bert.presets import load_preset
->>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-...                                  num_attention_heads=2, intermediate_size=16))
->>> path = PresetSaver(tempfile.mkdtemp()).save_encoder(encoder)
+>>> path = PresetSaver(tempfile.mkdtemp()).save_encoder(BertEncoder.from_preset("tiny_random"))
 >>> load_preset(path).format
 'keras_bert'
 """
@@ -152,12 +150,10 @@ class PresetSaver:
     Example:
 
     >>> import tempfile
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
+    >>> from keras_bert import BertClassifier
     >>> saver = PresetSaver(tempfile.mkdtemp())
-    >>> path = saver.save_task(BertClassifier(encoder, num_classes=3))
-    >>> BertClassifier.from_preset(path, preprocessor=None).num_classes
+    >>> path = saver.save_task(BertClassifier.from_preset("tiny_random", num_classes=3))
+    >>> BertClassifier.from_preset(path).num_classes
     3
     """
 

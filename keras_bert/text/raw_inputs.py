@@ -124,8 +124,8 @@ class RawInputReader:
     >>> from keras_bert import BertPreprocessor, BertTokenClassifierPreprocessor
     >>> BertPreprocessor.input_form, BertTokenClassifierPreprocessor.input_form
     ('texts', 'words')
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox"]
-    >>> texts_a, texts_b = BertPreprocessor(vocab).read_inputs((["the fox"], ["the"]))
+    >>> preprocessor = BertPreprocessor.from_preset("tiny_random")
+    >>> texts_a, texts_b = preprocessor.read_inputs((["the fox"], ["the"]))
     >>> texts_a.shape, texts_b.dtype
     (TensorShape([1]), tf.string)
     """
