@@ -193,6 +193,7 @@ def serving_module(model, task, frozen=None):
     if frozen:
         forward = convert_to_constants.convert_variables_to_constants_v2(forward)
         root = modules.Module()
+        root.variables, root.trainable_variables, root.regularization_losses = [], [], []
     else:
         root = modules.attach_variables(modules.Module(), model)
     root.frozen = frozen

@@ -133,9 +133,6 @@ def attention(q, k, v, bias, scale):
     ``[batch, heads, q_len, seq]``: on TensorFlow's own kernels when the products are small
     (`SMALL_ATTENTION`), on oneDNN's (TensorFlow's x86 default) otherwise. The same math,
     within float32 rounding."""
-    shape, seq = tf.shape(q, out_type=tf.int64), tf.shape(k, out_type=tf.int64)[2]
-    work = tf.reduce_prod(shape) * seq
-
     def small():  # BatchMatMulV3 and softmax's ops, which oneDNN's graph rewrite leaves alone
         scores = tf.raw_ops.BatchMatMulV3(x=q, y=k, Tout=q.dtype, adj_y=True) * scale + bias
         e = tf.exp(scores - tf.reduce_max(scores, axis=-1, keepdims=True))
@@ -146,4 +143,11 @@ def attention(q, k, v, bias, scale):
         scores = tf.matmul(q, k, transpose_b=True) * scale + bias
         return tf.matmul(tf.nn.softmax(scores, axis=-1), v)
 
-    return tf.cond(work <= SMALL_ATTENTION, small, large)
+    return tf.cond(small_attention(q, k), small, large)
+
+
+def small_attention(q, k):
+    """Whether `attention` of queries ``q`` and keys ``k`` takes TensorFlow's own kernels: a
+    bool tensor, true when ``batch * heads * q_len * seq * size <= SMALL_ATTENTION``."""
+    work = tf.reduce_prod(tf.shape(q, out_type=tf.int64)) * tf.shape(k, out_type=tf.int64)[2]
+    return work <= SMALL_ATTENTION
