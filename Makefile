@@ -22,7 +22,10 @@ PIP := $(PY) -m pip
 PYTEST_ARGS ?=
 # pytest-xdist workers (the CI machine has 2 cores; many tests wait on subprocesses and
 # sockets, so two workers roughly halve the wall time). Whole files go to one worker
-# (--dist loadfile): module fixtures are built once. TEST_WORKERS=0 runs in this process.
+# (--dist loadfile): module fixtures are built once. The files start in the order
+# tests/conftest.py gives them, heaviest first, so that no long file is left for the end
+# (--no-loadscope-reorder: xdist would otherwise start the files with the most tests first).
+# TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
 DEMO_ARGS ?=
 
@@ -82,7 +85,8 @@ demo: $(INSTALL_STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
 
 test: $(TEST_STAMP)
-	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests \
+	  $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; \
 	exit $$rc
 

@@ -15,6 +15,20 @@ printed; the run fails unless there are none.
 
     python benchmarks/serve.py                            # tiny model, 8 clients x 200
     python benchmarks/serve.py --model=minilm_l6 --seq_length=128
+
+The load run (``--parts=load``, after the throughput part by default) serves the model with
+the server's default flags and keeps --load_grpc_clients + --load_rest_clients clients asking
+(one text each, a --deadline_ms deadline) for --load_seconds per round, with a new version
+dropped in half-way through each round (a round goes on until the new version answers). It
+reports the requests, failures, overload answers, p50/p99 latency, the longest time without
+an answer (across the swap too), the memory of the server's processes (RSS of the server,
+PSS of it and its version processes) at the start and end of each round; how long clients
+with 1 s deadlines wait for their first answers from the server before it has answered
+anything (cold start: its start overlaps the throughput part); a burst of --burst_requests requests at once (overload answered at once, served
+again after it); --connections clients connecting at once; and the hostile requests of the
+server's probe, sent during the first round (each must be refused with a clear 4xx /
+INVALID_ARGUMENT while the clients go on, the memory under twice its idle figure). It fails
+when a check fails.
 """
 
 # The repository root in place of this folder on the import path (benchmarks/tokenize.py
@@ -23,7 +37,7 @@ import os as _os, sys as _sys  # noqa: E401
 _here = _os.path.dirname(_os.path.abspath(__file__))
 _sys.path[:] = [_os.path.dirname(_here)] + [
     p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
-from benchmarks.common import harness  # noqa: E402
+from benchmarks.common import harness, serving_report as load_report  # noqa: E402
 
 harness.start()  # before TensorFlow: keep the table clean
 
@@ -53,6 +67,17 @@ flags.DEFINE_integer("num_batch_threads", 0, "The batching server's --num_batch_
                      "(0: its default, the CPU count).")
 flags.DEFINE_list("length_groups", ["on"], "Batching servers to run: on (a batch's texts run "
                   "as one model call per length class, the default), off (one call), or both.")
+flags.DEFINE_list("token_budgets", [], "More batching servers, each closing its batches by "
+                  "this --max_batch_tokens budget (e.g. 2048,4096), against the count of rows.")
+flags.DEFINE_list("parts", ["throughput", "load"], "throughput (the modes above), load (the "
+                  "load run: a swap under load, overload, hostile requests).")
+flags.DEFINE_integer("load_seconds", 30, "Seconds of each round of the load run.")
+flags.DEFINE_integer("load_rounds", 2, "Rounds of the load run (each with a version swap).")
+flags.DEFINE_integer("load_grpc_clients", 4, "gRPC clients of the load run.")
+flags.DEFINE_integer("load_rest_clients", 4, "REST clients of the load run.")
+flags.DEFINE_integer("deadline_ms", 1000, "Deadline of each request of the load run.")
+flags.DEFINE_integer("burst_requests", 96, "Requests sent at once in the load run's burst.")
+flags.DEFINE_integer("connections", 24, "REST clients connecting at once in the load run.")
 
 _LOOP = "in-process loop, 1 thread"
 _THREADS = "in-process, one thread per client"
@@ -207,17 +232,26 @@ def main(argv):
 
         texts = _texts(max(64, FLAGS.clients * (FLAGS.requests + FLAGS.warmup)
                            * FLAGS.texts_per_request))
-        common = [f"--model_name=model", f"--model_base_path={os.path.dirname(path)}",
+        common = ["--model_name=model", f"--model_base_path={os.path.dirname(path)}",
                   "--port=0", "--file_system_poll_wait_seconds=0"]
         batching = ["--enable_batching", f"--max_batch_size={FLAGS.max_batch_size}",
                     f"--batch_timeout_micros={FLAGS.batch_timeout_micros}"]
         if FLAGS.num_batch_threads:
             batching.append(f"--num_batch_threads={FLAGS.num_batch_threads}")
         rest = "rest" in FLAGS.protocols
-        servers = {}
-        try:
+        servers, best, failures, calls, load = {}, {}, [], {}, None
+        unknown = sorted(set(FLAGS.parts) - {"throughput", "load"})
+        if unknown or not FLAGS.parts:
+            raise SystemExit(f"serve.py: --parts takes throughput and load, got {FLAGS.parts}")
+        base = pathlib.Path(directory) / "load" / "model"
+        load_server = _load_server(path, base) if "load" in FLAGS.parts else None
+        try:  # the load run's server starts meanwhile, in its own process
+            if "throughput" not in FLAGS.parts:
+                raise _Skip()
             groups = {"on": [], "off": ["--nobatch_group_by_length"]}
             batched = [(_batched_mode(g), batching + groups[g]) for g in FLAGS.length_groups]
+            batched += [(f"batched, {int(b)} tokens", batching + [f"--max_batch_tokens={b}"])
+                        for b in FLAGS.token_budgets]
             for mode, extra in [("unbatched", [])] + batched:
                 port = [f"--rest_api_port={_free_port()}"] if rest else []
                 servers[mode] = ServerProcess(*common, *port, *extra)
@@ -230,7 +264,6 @@ def main(argv):
                     modes[f"{protocol} {mode}"] = (_grpc_call(server.grpc_address)
                                                    if protocol == "grpc"
                                                    else _rest_call(server.rest_url))
-            best, failures = {}, []
             for _ in range(FLAGS.rounds):
                 for name, make in modes.items():
                     seconds, latencies, failed = _load(make, texts,
@@ -239,11 +272,151 @@ def main(argv):
                     figures = _figures(seconds, latencies, failed)
                     if name not in best or figures["qps"] > best[name]["qps"]:
                         best[name] = figures
+        except _Skip:
+            pass
+        except BaseException:
+            if load_server is not None:
+                load_server.stop()
+            raise
         finally:
             calls = {mode: _rows_per_call(server.stop()[1]) for mode, server in servers.items()}
-    _report(best, failures, calls)
-    if failures:
+        if load_server is not None:
+            load = _load_run(load_server, path, base, texts)
+    if best:
+        _report(best, failures, calls)
+    if load is not None:
+        load_report.print_load(load)
+    summary = dict(_summary(best, calls, failures) if best else {}, failed=len(failures))
+    if load is not None:
+        summary["load"] = load
+    harness.print_summary(summary)
+    if failures or load is not None and load["failed_checks"]:
         sys.exit(1)
+
+
+class _Skip(Exception):
+    pass
+
+
+def _load_server(path, base):
+    """The load run's `tools/serve.py` (default flags, polling `base`), started (not waited
+    for) with version 1 of the export at `path`."""
+    from tests.serving.clients import ServerProcess
+
+    _install(path, base, 1)
+    return ServerProcess("--model_name=model", f"--model_base_path={base}", "--port=0",
+                         f"--rest_api_port={_free_port()}",
+                         "--file_system_poll_wait_seconds=0.5")
+
+
+def _load_run(server, path, base, texts):
+    """The load run (see the module docstring) on `server`; returns its figures. Its "cold
+    start" is the first answers of the server, which has answered nothing before."""
+    from benchmarks.common import serving_load
+
+    versions = [1]
+    deadline = FLAGS.deadline_ms / 1000
+    found = {"rounds": [], "deadline_ms": FLAGS.deadline_ms}
+    try:
+        server.start(rest=True)
+        found["cold_start_first_answer_s"] = _first_answers(server, texts, deadline)
+        time.sleep(1)
+        found["idle_rss_mb"], found["idle_pss_mb"] = serving_load.memory_mb(server.process.pid)
+        callers = ([("grpc", lambda: serving_load.grpc_caller(server.grpc_address))]
+                   * FLAGS.load_grpc_clients
+                   + [("rest", lambda: serving_load.rest_caller(server.rest_url))]
+                   * FLAGS.load_rest_clients)
+        for round_index in range(FLAGS.load_rounds):
+            answers, stop = serving_load.Answers(), threading.Event()
+            rss, pss = serving_load.memory_mb(server.process.pid)
+            start = time.monotonic()
+            threads = serving_load.keep_asking(callers, texts, deadline, answers, stop)
+            time.sleep(FLAGS.load_seconds / 2)
+            versions.append(versions[-1] + 1)
+            swapped = time.monotonic()
+            _install(path, base, versions[-1])
+            peak = hostile = None
+            if round_index == 0:
+                peak = serving_load.MemoryPeak(server.process.pid)
+                hostile = serving_load.hostile_requests(server.grpc_address, server.rest_url)
+            time.sleep(max(0.0, start + FLAGS.load_seconds - time.monotonic()))
+            limit = time.monotonic() + 60  # the round goes on until the new version answers
+            while time.monotonic() < limit and not any(
+                    a[4] == versions[-1] for a in answers.between(swapped, limit)):
+                time.sleep(0.1)
+            time.sleep(0.5)
+            stop.set()
+            for thread in threads:
+                thread.join(60)
+            end = time.monotonic()
+            served = [a for a in answers.items if a[4] == versions[-1]]
+            taken = min((a[2] for a in served), default=None)
+            time.sleep(1)  # the old version's process ends
+            figures = serving_load.figures(answers.items, start, end)
+            after = [a for a in answers.items if a[1] >= swapped]
+            figures.update(
+                version=versions[-1], start_rss_mb=rss, start_pss_mb=pss,
+                swap_to_new_version_s=None if taken is None else taken - swapped,
+                longest_gap_after_swap_s=serving_load.figures(after, swapped, end)[
+                    "longest_gap_s"])
+            figures["end_rss_mb"], figures["end_pss_mb"] = serving_load.memory_mb(
+                server.process.pid)
+            if hostile is not None:
+                figures["hostile_peak_pss_mb"] = peak.stop()
+                found["hostile"] = [{"request": n, "answer": a, "seconds": s, "clear": c}
+                                    for n, a, s, c in hostile]
+            found["rounds"].append(figures)
+        codes, slowest = serving_load.burst(server.grpc_address, FLAGS.burst_requests,
+                                            texts[:1], deadline)
+        found["burst"] = {"requests": FLAGS.burst_requests, "answers": codes,
+                          "slowest_overload_answer_s": slowest,
+                          "served_again_after_s": _first_answers(server, texts, deadline, 1)}
+        answered, errors = serving_load.simultaneous_connections(server.rest_url,
+                                                                 FLAGS.connections)
+        found["connections"] = {"clients": FLAGS.connections, "answered": answered,
+                                "errors": errors[:5]}
+    finally:
+        code, out, err = server.stop()
+    found["server_exit"] = code
+    found["failed_checks"] = load_report.checks(found)
+    return found
+
+
+def _install(path, base, version):
+    """Copies the export to `base/<version>` the safe way (a hidden copy, then a rename)."""
+    import shutil
+
+    staging = base / f".incoming-{version}"
+    shutil.copytree(path, staging)
+    staging.rename(base / str(version))
+
+
+def _first_answers(server, texts, deadline, clients=None):
+    """Seconds until each of `clients` (default --connections) gRPC clients with `deadline`
+    deadlines, started at once, has its first answer (the slowest); None if one had none
+    within 30 s."""
+    from benchmarks.common import serving_load
+
+    count = clients or FLAGS.connections
+    start = time.monotonic()
+    firsts = [None] * count
+
+    def one(i):
+        call, close = serving_load.grpc_caller(server.grpc_address)
+        try:
+            while time.monotonic() < start + 30:
+                if call(texts[i:i + 1], deadline)[0] == "OK":
+                    firsts[i] = time.monotonic() - start
+                    return
+        finally:
+            close()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return None if None in firsts else max(firsts)
 
 
 def _batched_mode(length_groups):
@@ -279,22 +452,25 @@ def _report(best, failures, calls):
     for name, f in best.items():
         print(f"| {name:<40} | {f['qps']:8.1f} | {f['p50_ms']:7.2f} | {f['p99_ms']:7.2f} | "
               f"{f['failed']:6d} | {f['qps'] / floor:7.2f} |")
-    gains = {f"{p} {m}": best[f"{p} {m}"]["qps"] / best[f"{p} unbatched"]["qps"]
-             for p in FLAGS.protocols for m in map(_batched_mode, FLAGS.length_groups)}
+    gains = _summary(best, calls, failures)["batching_gain"]
     for mode, gain in gains.items():
         print(f"batching gain over unbatched serving, {mode}: {gain:.2f}x")
     print("rows per model call: " + ", ".join(f"{mode} server {value:.2f}"
                                              for mode, value in calls.items()))
     for failure in failures[:20]:
         print(f"FAILED {failure}")
-    harness.print_summary({"model": FLAGS.model, "seq_length": FLAGS.seq_length,
-                           "clients": FLAGS.clients, "requests": FLAGS.requests,
-                           "texts_per_request": FLAGS.texts_per_request,
-                           "max_batch_size": FLAGS.max_batch_size,
-                           "batch_timeout_micros": FLAGS.batch_timeout_micros,
-                           "num_batch_threads": FLAGS.num_batch_threads, "modes": best,
-                           "floor_qps": floor, "batching_gain": gains, "rows_per_call": calls,
-                           "failed": len(failures)})
+
+
+def _summary(best, calls, failures):
+    floor = max(best[_LOOP]["qps"], best[_THREADS]["qps"])
+    gains = {name: best[name]["qps"] / best[f"{name.split()[0]} unbatched"]["qps"]
+             for name in best if name.split()[0] in FLAGS.protocols and "unbatched" not in name}
+    return {"model": FLAGS.model, "seq_length": FLAGS.seq_length, "clients": FLAGS.clients,
+            "requests": FLAGS.requests, "texts_per_request": FLAGS.texts_per_request,
+            "max_batch_size": FLAGS.max_batch_size,
+            "batch_timeout_micros": FLAGS.batch_timeout_micros,
+            "num_batch_threads": FLAGS.num_batch_threads, "modes": best, "floor_qps": floor,
+            "batching_gain": gains, "rows_per_call": calls}
 
 
 if __name__ == "__main__":

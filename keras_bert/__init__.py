@@ -10,7 +10,9 @@ from keras_bert.models import (
     BertMultipleChoice,
     BertPretrainer,
     BertSpanLabeler,
+    BertTextEmbedder,
     BertTokenClassifier,
+    MultipleNegativesRankingLoss,
 )
 from keras_bert.presets import list_presets, load_preset
 from keras_bert.text import (
@@ -19,6 +21,7 @@ from keras_bert.text import (
     BertPackInputs,
     BertPreprocessor,
     BertPretrainerPreprocessor,
+    BertTextEmbedderPreprocessor,
     BertTokenClassifierPreprocessor,
     BertTokenizer,
     MaskedLMMasker,
@@ -39,10 +42,13 @@ __all__ = [
     "BertPretrainer",
     "BertPretrainerPreprocessor",
     "BertSpanLabeler",
+    "BertTextEmbedder",
+    "BertTextEmbedderPreprocessor",
     "BertTokenClassifier",
     "BertTokenClassifierPreprocessor",
     "BertTokenizer",
     "MaskedLMMasker",
+    "MultipleNegativesRankingLoss",
     "__version__",
     "checkpoints",
     "export",

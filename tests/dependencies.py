@@ -10,6 +10,7 @@ import pytest
 PACKAGES = {
     "torch": "torch (requirements-hf.txt, the [hf] extra)",
     "transformers": "transformers (requirements-test.txt)",
+    "sentence_transformers": "sentence-transformers (requirements-test.txt)",
     "keras_hub": "keras-hub (requirements-keras-hub.txt, the [keras_hub] extra)",
     "tensorflow_hub": "tensorflow-hub (requirements-test.txt)",
     "tf_keras": "tf-keras (requirements-test.txt)",

@@ -3,6 +3,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -17,8 +19,15 @@ def _import_with(env_backend):
     )
 
 
-def test_selects_tensorflow_when_unset():
-    result = _import_with(None)
+@pytest.fixture(scope="module")
+def unset():
+    """`import keras_bert, keras` with KERAS_BACKEND unset, in a fresh process (both tests
+    below read the same run)."""
+    return _import_with(None)
+
+
+def test_selects_tensorflow_when_unset(unset):
+    result = unset
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "tensorflow"
 
@@ -30,9 +39,9 @@ def test_refuses_another_backend():
     assert "TensorFlow backend" in result.stderr
 
 
-def test_import_keeps_stderr_readable():
+def test_import_keeps_stderr_readable(unset):
     """TensorFlow's C++ start-up notices are held back; the package prints nothing itself."""
-    result = _import_with(None)
+    result = unset
     assert result.returncode == 0, result.stderr
     noise = [line for line in result.stderr.splitlines() if "I0000" in line or "absl::" in line]
     assert noise == [], result.stderr

@@ -100,6 +100,7 @@ LAYERS = {
     "Dense": (dict(units=3), "activaton", "activation"),
     "MaskedLMHead": (dict(vocab_size=10, hidden_size=8), "hidden_ac", "hidden_act"),
     "Pooler": (dict(hidden_size=8), "initializer_rang", "initializer_range"),
+    "SentencePooling": (dict(mode="mean"), "mdoe", "mode"),
     "TransformerBlock": (
         dict(hidden_size=8, num_attention_heads=2, intermediate_size=16), "dropuot", "dropout"),
 }

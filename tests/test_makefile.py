@@ -204,3 +204,43 @@ def test_ci_fails_when_make_demo_fails_and_does_not_go_on(tmp_path):
     result, calls = _ci_run(tmp_path, fail_on="demo")
     assert result.returncode == 2
     assert calls == [f"{REPO} demo"]
+
+
+def _top_conftest():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("keras_bert_tests_conftest",
+                                                  REPO / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_make_test_runs_whole_files_in_the_order_of_the_collection():
+    # xdist's loadfile scheduling starts the files with the most tests first unless told to
+    # keep the collection's order, which tests/conftest.py makes heaviest first.
+    lines = _dry_run("test")
+    command = lines[_index(lines, r"-m pytest")]
+    assert "--dist loadfile" in command and "--no-loadscope-reorder" in command
+
+
+def test_the_heaviest_test_files_are_collected_first():
+    conftest = _top_conftest()
+    for path in conftest.FILE_SECONDS:
+        assert (REPO / path).is_file(), (
+            f"tests/conftest.py FILE_SECONDS names {path}, which does not exist: rename or "
+            "remove its entry")
+    listed = sorted(conftest.FILE_SECONDS, key=conftest.FILE_SECONDS.get)
+    light, heavy, heavier = "tests/unlisted_a.py", listed[0], listed[-1]
+
+    class Item:
+        def __init__(self, nodeid):
+            self.nodeid = nodeid
+
+    names = [f"{light}::t1", f"{heavy}::t1", "tests/unlisted_b.py::t1", f"{heavier}::t1",
+             f"{heavier}::t2", f"{light}::t2"]
+    items = [Item(name) for name in names]
+    conftest.heaviest_first(items)
+    assert [item.nodeid for item in items] == [
+        f"{heavier}::t1", f"{heavier}::t2", f"{heavy}::t1", f"{light}::t1", f"{light}::t2",
+        "tests/unlisted_b.py::t1"]

@@ -7,8 +7,11 @@
         --model_dir=/tmp/mine --export_dir=/tmp/mine/export/1
 
 Tasks: classification and regression (a text or a text pair and a label; --num_classes=1 or
---task=regression for scores such as STS-B), tagging (words and one tag per word), and
-multiple_choice (a context and a JSON list of choices). Data: --tfds_name (GLUE sets, IMDB,
+--task=regression for scores such as STS-B), tagging (words and one tag per word),
+multiple_choice (a context and a JSON list of choices), and embedding (a BertTextEmbedder
+trained with in-batch negatives on an anchor column, --text_column, default "anchor", its
+positive, --positive_column, default "positive", and optionally a hard negative,
+--negative_column; no labels; scored by how well each anchor finds its positive). Data: --tfds_name (GLUE sets, IMDB,
 Yelp: columns and splits known) or --train_file/--eval_file/--test_file as TSV, CSV or JSON
 Lines with a header; string labels become class ids in sorted order, and their names the
 model's label_names (in model.keras, metrics.json, test_predictions.jsonl and the export).
@@ -27,7 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the k
 
 from absl import app, flags, logging  # noqa: E402
 
-TASKS = ("classification", "regression", "tagging", "multiple_choice", "squad")
+TASKS = ("classification", "regression", "tagging", "multiple_choice", "embedding", "squad")
 PRECISIONS = {"none": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 LORA_FILE = "model.lora.h5"
 
@@ -42,12 +45,17 @@ flags.DEFINE_string("test_file", None, "Test data: predictions written, scored i
 flags.DEFINE_string("text_column", None, "Column of the text (tagging: words; choice: context).")
 flags.DEFINE_string("text_b_column", None,
                     "Column of the second text of pairs (multiple_choice: the choices).")
+flags.DEFINE_string("positive_column", "positive", "embedding: the column of each anchor's "
+                    "positive (--text_column is the anchors', default 'anchor').")
+flags.DEFINE_string("negative_column", None, "embedding: a column of hard negatives, one per "
+                    "anchor (optional; the other rows' positives are negatives anyway).")
 flags.DEFINE_string("label_column", "label", "Column of the label (tagging: the tags).")
 flags.DEFINE_integer("num_classes", None, "Classes (tags, choices); default: from the data.",
                      lower_bound=1)
 flags.DEFINE_integer("seq_length", 128, "Longest packed sequence, in tokens: at least 3 "
                      "([CLS] a [SEP]), 5 for text pairs, multiple_choice and squad "
-                     "([CLS] a [SEP] b [SEP]).", lower_bound=3)
+                     "([CLS] a [SEP] b [SEP]). embedding: the model's max_seq_length "
+                     "(a sentence-transformers preset's; else 256) unless given.", lower_bound=3)
 flags.DEFINE_integer("batch_size", 32, "Examples per step.", lower_bound=1)
 flags.DEFINE_integer("epochs", 3, "Passes over the training data.", lower_bound=1)
 flags.DEFINE_float("learning_rate", None, "Peak learning rate (default: 5e-5; 5e-4 with "
@@ -98,13 +106,17 @@ def main(argv):
     keras.utils.set_random_seed(FLAGS.seed)
     if FLAGS.task == "squad":
         return _squad(keras_bert)
+    embedding = FLAGS.task == "embedding"
     try:
         splits = sources.load_splits(
             FLAGS.task, tfds_name=FLAGS.tfds_name, train_file=FLAGS.train_file,
             eval_file=FLAGS.eval_file, test_file=FLAGS.test_file,
-            text_column=FLAGS.text_column, text_b_column=FLAGS.text_b_column,
-            label_column=FLAGS.label_column, data_dir=FLAGS.data_dir)
-        num_classes = FLAGS.num_classes or sources.num_classes(FLAGS.task, splits)
+            text_column=FLAGS.text_column or ("anchor" if embedding else None),
+            text_b_column=FLAGS.positive_column if embedding else FLAGS.text_b_column,
+            text_c_column=FLAGS.negative_column if embedding else None,
+            label_column=None if embedding else FLAGS.label_column, data_dir=FLAGS.data_dir)
+        num_classes = None if embedding else (
+            FLAGS.num_classes or sources.num_classes(FLAGS.task, splits))
         model = _lora(_model(keras_bert, num_classes))
         finetune_run.check_seq_length(model, splits["train"], flag="--seq_length")
     except (ValueError, TypeError, keras_bert.checkpoints.CheckpointError) as error:
@@ -184,6 +196,10 @@ def _lora_note(model):
 
 def _model(keras_bert, num_classes):
     common = dict(seq_length=FLAGS.seq_length, dtype=PRECISIONS[FLAGS.mixed_precision])
+    if FLAGS.task == "embedding":
+        if not FLAGS["seq_length"].present:  # the model's own (256 for minilm_l6)
+            del common["seq_length"]
+        return keras_bert.BertTextEmbedder.from_preset(FLAGS.preset, **common)
     if FLAGS.task == "tagging":
         return keras_bert.BertTokenClassifier.from_preset(FLAGS.preset, num_classes=num_classes,
                                                           **common)

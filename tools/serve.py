@@ -9,9 +9,12 @@ tensorflow_model_server's flags.
 --prefer_tflite_model serves a version directory's model.tflite (a LiteRT model beside or
 instead of its saved_model.pb), as TF Serving's flag does. The newest numeric version
 directory under each base path is served, and a new one dropped in
-while serving is picked up (every --file_system_poll_wait_seconds). It listens on 127.0.0.1
-unless --host says otherwise. Client code written for TF Serving works against it unchanged:
-see docs/serving.md. SIGINT or SIGTERM stops it.
+while serving is picked up (every --file_system_poll_wait_seconds), loaded and warmed up in a
+process of its own while the old one answers. Requests wait in bounded queues and are
+refused at once when they are full; requests whose clients gave up are dropped; each request
+is held to --max_request_bytes, --max_request_batch and --max_text_bytes. It listens on
+127.0.0.1 unless --host says otherwise. Client code written for TF Serving works against it
+unchanged: see docs/serving.md. SIGINT or SIGTERM stops it.
 """
 
 import os
@@ -52,11 +55,38 @@ flags.DEFINE_integer("max_enqueued_batches", None, "Queue bound, in batches (def
 flags.DEFINE_bool("batch_group_by_length", None, "Run a batch of text requests as one model "
                   "call per length class of its texts (default true; keras_bert's addition: "
                   "its signatures pad each call to its longest text).")
-flags.DEFINE_integer("max_request_batch", 0, "Most rows one request may send (0: no limit "
-                     "beyond --max_batch_size when batching).", lower_bound=0)
-flags.DEFINE_integer("grpc_max_threads", 32, "gRPC requests handled at once.", lower_bound=1)
+flags.DEFINE_integer("max_batch_tokens", None, "Close a batch before its rows times its "
+                     "longest sequence (tokens; estimated from UTF-8 bytes for texts) pass this "
+                     "budget (default 0: no budget; keras_bert's addition).", lower_bound=0)
+flags.DEFINE_integer("max_request_bytes", 16 * 2**20, "Most bytes in one request: a REST body, "
+                     "a gRPC message, and a gRPC request's tensors as TensorFlow expands them "
+                     "(0: no limit).", lower_bound=0)
+flags.DEFINE_integer("max_request_batch", 1024, "Most rows (texts) one request may send "
+                     "(0: no limit).", lower_bound=0)
+flags.DEFINE_integer("max_text_bytes", 64 * 1024, "Most UTF-8 bytes in one string input "
+                     "(0: no limit).", lower_bound=0)
+flags.DEFINE_integer("num_request_threads", 0, "Without batching: model calls that run at once "
+                     "(0: the CPU count).", lower_bound=0)
+flags.DEFINE_integer("max_enqueued_requests", 64, "Without batching: requests that may wait "
+                     "for a model call; more are refused at once (RESOURCE_EXHAUSTED, HTTP "
+                     "429).", lower_bound=1)
+flags.DEFINE_integer("grpc_max_threads", 32, "gRPC requests handled at once; more are refused "
+                     "at once (RESOURCE_EXHAUSTED).", lower_bound=1)
+flags.DEFINE_string("grpc_channel_arguments", "", "More gRPC server arguments, comma "
+                    "separated name=value pairs (e.g. grpc.max_connection_age_ms=2000).")
+flags.DEFINE_integer("rest_api_num_threads", 0, "REST requests processed at once (0: 4 per "
+                     "CPU).", lower_bound=0)
 flags.DEFINE_integer("rest_api_timeout_in_ms", 30000, "How long a REST request may wait for "
-                     "its batch.", lower_bound=0)
+                     "its answer (0: no limit).", lower_bound=0)
+flags.DEFINE_bool("enable_model_warmup", True, "Warm each version up before it serves: the "
+                  "requests of its assets.extra/tf_serving_warmup_requests, else one call per "
+                  "signature.")
+flags.DEFINE_integer("num_request_iterations_for_warmup", 1, "Times each warm-up request is "
+                     "run.", lower_bound=1)
+flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "Threads of one TensorFlow op in a "
+                     "version's process (0: TensorFlow's default).", lower_bound=0)
+flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0, "TensorFlow ops that run at once "
+                     "in a version's process (0: TensorFlow's default).", lower_bound=0)
 flags.DEFINE_bool("prefer_tflite_model", False, "Serve a version directory's model.tflite (a "
                   "LiteRT model: model.export(path, format='litert')) instead of its "
                   "saved_model.pb when it has one; else its SavedModel, as TF Serving does. "
@@ -66,14 +96,14 @@ flags.DEFINE_integer("num_tflite_pools", 1, "LiteRT interpreters per version tha
 FLAGS = flags.FLAGS
 
 _BATCHING_FLAGS = ("max_batch_size", "batch_timeout_micros", "num_batch_threads",
-                   "max_enqueued_batches", "batch_group_by_length")
+                   "max_enqueued_batches", "batch_group_by_length", "max_batch_tokens")
 
 
 @flags.multi_flags_validator(
     ("enable_batching", "batching_parameters_file") + _BATCHING_FLAGS,
     message="--batching_parameters_file, --max_batch_size, --batch_timeout_micros, "
-            "--num_batch_threads, --max_enqueued_batches and --batch_group_by_length need "
-            "--enable_batching")
+            "--num_batch_threads, --max_enqueued_batches, --batch_group_by_length and "
+            "--max_batch_tokens need --enable_batching")
 def _batching_flags_need_batching(values):
     return values["enable_batching"] or all(
         values[name] is None for name in ("batching_parameters_file",) + _BATCHING_FLAGS)
@@ -118,12 +148,25 @@ def main(argv):
     try:
         models = server_lib.models_from_flags(FLAGS.model_name, FLAGS.model_base_path,
                                               FLAGS.model_config_file)
+        from keras_bert.serving.grpc_service import parse_channel_arguments
+
+        limits = server_lib.RequestLimits(max_request_bytes=FLAGS.max_request_bytes,
+                                          max_request_batch=FLAGS.max_request_batch,
+                                          max_text_bytes=FLAGS.max_text_bytes)
         server = server_lib.ModelServer(
             models, grpc_port=FLAGS.port, rest_api_port=FLAGS.rest_api_port or None,
             host=FLAGS.host, batching=_batching(server_lib),
-            poll_wait_seconds=FLAGS.file_system_poll_wait_seconds,
-            max_request_batch=FLAGS.max_request_batch, grpc_max_threads=FLAGS.grpc_max_threads,
+            poll_wait_seconds=FLAGS.file_system_poll_wait_seconds, limits=limits,
+            grpc_max_threads=FLAGS.grpc_max_threads,
+            grpc_channel_arguments=parse_channel_arguments(FLAGS.grpc_channel_arguments),
+            rest_api_num_threads=FLAGS.rest_api_num_threads or None,
             rest_api_timeout_in_ms=FLAGS.rest_api_timeout_in_ms,
+            num_request_threads=FLAGS.num_request_threads,
+            max_enqueued_requests=FLAGS.max_enqueued_requests,
+            enable_model_warmup=FLAGS.enable_model_warmup,
+            num_request_iterations_for_warmup=FLAGS.num_request_iterations_for_warmup,
+            tensorflow_intra_op_parallelism=FLAGS.tensorflow_intra_op_parallelism,
+            tensorflow_inter_op_parallelism=FLAGS.tensorflow_inter_op_parallelism,
             prefer_tflite_model=FLAGS.prefer_tflite_model,
             num_tflite_pools=FLAGS.num_tflite_pools)
         with quiet_native_stderr():
@@ -143,7 +186,15 @@ def main(argv):
     if batching is not None:
         print(f"Batching: max_batch_size={batching.max_batch_size}, batch_timeout_micros="
               f"{batching.batch_timeout_micros}, num_batch_threads={batching.threads}, "
-              f"group_by_length={batching.group_by_length}")
+              f"group_by_length={batching.group_by_length}, max_batch_tokens="
+              f"{batching.max_batch_tokens}")
+    else:
+        options = server.manager.options
+        print(f"Queue: num_request_threads={options.request_threads}, "
+              f"max_enqueued_requests={options.max_enqueued_requests}")
+    limits = server.manager.limits
+    print(f"Limits: max_request_bytes={limits.max_request_bytes}, max_request_batch="
+          f"{limits.max_request_batch}, max_text_bytes={limits.max_text_bytes} (0: none)")
     print(f"Running gRPC ModelServer at {server.grpc_address} ...")
     if server.rest_url:
         print(f"Exporting HTTP/REST API at:{server.rest_url} ...")

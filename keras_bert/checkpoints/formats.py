@@ -28,8 +28,8 @@ with the same functions:
   directory.
 
 Writers: `keras_bert_layout.write` (keras_bert), `google.write_directory`,
-`huggingface.write_directory`; ``save_to_preset`` chooses among them in
-`keras_bert.presets.preset_saver`.
+`huggingface.write_directory`, `sentence_transformers.write`; ``save_to_preset`` chooses
+among them in `keras_bert.presets.preset_saver`.
 
 `open_directory` returns a `Preset`: the config, vocabulary and casing read eagerly (cheap,
 and checked against each other at once), the weights read on demand.
@@ -40,7 +40,8 @@ import os
 import numpy as np
 
 from keras_bert import storage
-from keras_bert.checkpoints import casing, google, huggingface, keras_bert_layout, keras_hub
+from keras_bert.checkpoints import (casing, google, huggingface, keras_bert_layout, keras_hub,
+                                    sentence_transformers)
 from keras_bert.checkpoints.common import CheckpointError, check_shapes, check_vocab
 from keras_bert.vocab import load_vocabulary
 
@@ -48,6 +49,7 @@ FORMATS = {  # recognised in this order: a keras_bert preset is also a Google di
     "keras_bert": keras_bert_layout,
     "google": google,
     "keras_hub": keras_hub,
+    "sentence_transformers": sentence_transformers,  # a Hugging Face checkpoint and more
     "huggingface": huggingface,
 }
 
@@ -89,19 +91,16 @@ class Preset:
 
     Example (`open_directory` returns one):
 
-    >>> import tempfile
-    >>> from keras_bert import BertConfig, BertEncoder
+    >>> import os, tempfile
+    >>> from keras_bert import BertEncoder
     >>> from keras_bert.checkpoints import open_directory
-    >>> config = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                     num_attention_heads=2, intermediate_size=16)
-    >>> path = tempfile.mkdtemp()
-    >>> BertEncoder(config).save_to_preset(path) == path
-    True
+    >>> encoder = BertEncoder.from_preset("tiny_random")
+    >>> path = encoder.save_to_preset(tempfile.mkdtemp())
     >>> preset = open_directory(path)
-    >>> preset.format, preset.config == config, preset.vocab_path
-    ('keras_bert', True, None)
+    >>> preset.format, preset.config == encoder.bert_config, os.path.basename(preset.vocab_path)
+    ('keras_bert', True, 'vocab.txt')
     >>> preset.weights()["bert/embeddings/word_embeddings"].shape
-    (30, 8)
+    (92, 16)
     """
 
     def __init__(self, config, name=None, source=None, path=None, format=None,
@@ -135,8 +134,12 @@ class Preset:
         (default: the preset's own) exactly: nothing missing, nothing the config has no
         place for. Read from the directory, then its files checked again (see
         ``check_files`` of the format), so that a save over it meanwhile is an error, not
-        weights of another preset."""
+        weights of another preset. Weights held in memory are checked against ``config``
+        alike (when it is given)."""
         if self._weights is not None:
+            if config is not None:
+                check_shapes({k: np.shape(v) for k, v in self._weights.items()}, config,
+                             self.name or self.source)
             return self._weights
         config = config or self.config
         self.check_variables(config)  # names and shapes first, from the file's index

@@ -35,8 +35,9 @@ class DataFileError(ValueError):
 @dataclasses.dataclass
 class Examples:
     """Rows of a data file: ``texts`` (str), ``texts_b`` (str, or None for single texts),
-    ``labels`` (int class ids or floats, or None without a label column) and
-    ``label_names`` (class id -> the label as written in the file, for string labels).
+    ``labels`` (int class ids or floats, or None without a label column),
+    ``label_names`` (class id -> the label as written in the file, for string labels) and
+    ``texts_c`` (a third column of texts, or None: an embedder's hard negatives).
 
     >>> from keras_bert.data import Examples
     >>> pairs = Examples(["a man eats", "it rains"], texts_b=["he eats", "it is dry"],
@@ -51,14 +52,19 @@ class Examples:
     texts_b: list = None
     labels: list = None
     label_names: list = None
+    texts_c: list = None
 
     def __len__(self):
         return len(self.texts)
 
     @property
     def x(self):
-        """What a task model's fit/predict takes: the texts, or a tuple of pair segments."""
-        return self.texts if self.texts_b is None else (self.texts, self.texts_b)
+        """What a task model's fit/predict takes: the texts, or a tuple of pair segments (of
+        columns, with ``texts_c``)."""
+        if self.texts_b is None:
+            return self.texts
+        return (self.texts, self.texts_b) + ((self.texts_c,) if self.texts_c is not None
+                                             else ())
 
 
 def file_format(path):
@@ -116,13 +122,15 @@ def _rows(path, fmt):
 
 
 def read_examples(path, text_column, text_b_column=None, label_column=None,
-                  label_type="class", label_names=None):
+                  label_type="class", label_names=None, text_c_column=None):
     """Reads ``path`` into `Examples`.
 
     Args:
         path: a ``.tsv``, ``.csv`` or ``.jsonl`` file with a header (JSON Lines: keys).
         text_column: the column of the (first) text.
         text_b_column: the column of the second text of sentence pairs, if any.
+        text_c_column: a third column of texts (``texts_c``: an embedder's negatives), if
+            any; it needs ``text_b_column``.
         label_column: the label column, if any (test files may have none).
         label_type: ``"class"`` (integers, or strings mapped to ids by ``label_names`` or,
             without it, in sorted order) or ``"float"`` (regression).
@@ -141,9 +149,11 @@ def read_examples(path, text_column, text_b_column=None, label_column=None,
     """
     if label_type not in LABEL_TYPES:
         raise ValueError(f"label_type must be one of {LABEL_TYPES}, got {label_type!r}.")
+    if text_c_column and not text_b_column:
+        raise ValueError("text_c_column is a third column of texts: give text_b_column too.")
     fmt = file_format(path)
-    wanted = [c for c in (text_column, text_b_column, label_column) if c]
-    texts, texts_b, raw_labels = [], [], []
+    wanted = [c for c in (text_column, text_b_column, text_c_column, label_column) if c]
+    texts, texts_b, texts_c, raw_labels = [], [], [], []
     seen_header = False
     for number, row in _rows(path, fmt):
         if not seen_header:
@@ -157,13 +167,15 @@ def read_examples(path, text_column, text_b_column=None, label_column=None,
             if column not in row:
                 raise DataFileError(f"{path} line {number}: no {column!r}.")
             values[column] = row[column]
-        for column in (text_column, text_b_column):
+        for column in (text_column, text_b_column, text_c_column):
             if column and not isinstance(values[column], str):
                 raise DataFileError(f"{path} line {number}: {column!r} is "
                                     f"{values[column]!r}, not text.")
         texts.append(values[text_column])
         if text_b_column:
             texts_b.append(values[text_b_column])
+        if text_c_column:
+            texts_c.append(values[text_c_column])
         if label_column:
             raw_labels.append((number, values[label_column]))
     if not texts:
@@ -171,7 +183,8 @@ def read_examples(path, text_column, text_b_column=None, label_column=None,
     labels, names = None, None
     if label_column:
         labels, names = _labels(path, raw_labels, label_type, label_names)
-    return Examples(texts, texts_b if text_b_column else None, labels, names)
+    return Examples(texts, texts_b if text_b_column else None, labels, names,
+                    texts_c if text_c_column else None)
 
 
 def _labels(path, raw, label_type, label_names):

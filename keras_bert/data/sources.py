@@ -2,19 +2,22 @@
 
 `load_splits` returns ``{"train": Examples, "validation": Examples, "test": Examples}``
 (the splits asked for) for the tasks of ``tools/finetune.py``: ``classification`` and
-``regression`` (texts or text pairs and a label), ``tagging`` (words and one tag per word)
-and ``multiple_choice`` (a context and a list of choices). String labels are mapped to ids
-the same way in every split: the training split's names decide.
+``regression`` (texts or text pairs and a label), ``tagging`` (words and one tag per word),
+``multiple_choice`` (a context and a list of choices) and ``embedding`` (an anchor, its
+positive and optionally a negative text, no labels: ``text_column``, ``text_b_column`` and
+``text_c_column``). String labels are mapped to ids the same way in every split: the
+training split's names decide.
 """
 
 from keras_bert.data import files, tfds_tasks
 
-TASKS = ("classification", "regression", "tagging", "multiple_choice", "squad")
+TASKS = ("classification", "regression", "tagging", "multiple_choice", "embedding", "squad")
 SPLITS = ("train", "validation", "test")
 
 
 def load_splits(task, tfds_name=None, train_file=None, eval_file=None, test_file=None,
-                text_column=None, text_b_column=None, label_column="label", data_dir=None):
+                text_column=None, text_b_column=None, label_column="label", data_dir=None,
+                text_c_column=None):
     """Loads the splits of a task's data (see the module docstring).
 
     Example:
@@ -33,6 +36,9 @@ def load_splits(task, tfds_name=None, train_file=None, eval_file=None, test_file
         raise ValueError("SQuAD data is read by keras_bert.data.squad, not load_splits.")
     if tfds_name and any((train_file, eval_file, test_file)):
         raise ValueError("Give tfds_name or data files, not both.")
+    if tfds_name and task == "embedding":
+        raise ValueError("embedding reads pairs (or triples) of texts from data files: give "
+                         "train_file, not tfds_name.")
     if tfds_name:
         known = tfds_tasks.task_of(tfds_name)
         if known.task != task:
@@ -48,6 +54,13 @@ def load_splits(task, tfds_name=None, train_file=None, eval_file=None, test_file
         if not path:
             continue
         label = label_column if split == "train" else _label_if_present(path, label_column)
+        if task == "embedding":
+            if not text_b_column:
+                raise ValueError("embedding needs text_b_column: the column of each text's "
+                                 "positive (a text that belongs with it).")
+            splits[split] = files.read_examples(path, text_column, text_b_column,
+                                                text_c_column=text_c_column)
+            continue
         if task == "tagging":
             examples = files.read_tagging_examples(path, text_column, label, tag_names=names)
         elif task == "multiple_choice":

@@ -64,22 +64,18 @@ def export_encoder(model, export_dir, vocabulary=None, do_lower_case=None):
     Example:
 
     >>> import tempfile, numpy as np, tensorflow as tf
-    >>> from keras_bert import BertConfig, BertEncoder
+    >>> from keras_bert import BertEncoder
     >>> from keras_bert.export import export_encoder
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=2, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> path = export_encoder(encoder, tempfile.mkdtemp() + "/encoder", vocabulary=vocab,
-    ...                       do_lower_case=True)
+    >>> encoder = BertEncoder.from_preset("tiny_random")  # its vocabulary and casing go along
+    >>> path = export_encoder(encoder, tempfile.mkdtemp() + "/encoder")
     >>> loaded = tf.saved_model.load(path)
     >>> ids = tf.constant([[2, 5, 6, 3]])
     >>> out = loaded({"input_word_ids": ids, "input_mask": tf.ones_like(ids),
     ...               "input_type_ids": tf.zeros_like(ids)}, training=False)
     >>> out["sequence_output"].shape, len(out["encoder_outputs"])
-    (TensorShape([1, 4, 8]), 2)
+    (TensorShape([1, 4, 16]), 1)
     >>> bool(loaded.do_lower_case.numpy()), len(loaded.trainable_variables)
-    (True, 39)
+    (True, 23)
     """
     _encoder_of(model)  # an ExportError for another kind of model, before anything else
     export_dir = export_dirs.check_target(export_dir)  # before any tracing

@@ -58,13 +58,12 @@ def export_preprocessor(preprocessor, export_dir):
     >>> import tempfile, tensorflow as tf
     >>> from keras_bert import BertPreprocessor
     >>> from keras_bert.export import export_preprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
-    >>> path = export_preprocessor(BertPreprocessor(vocab, seq_length=8),
+    >>> path = export_preprocessor(BertPreprocessor.from_preset("tiny_random", seq_length=8),
     ...                            tempfile.mkdtemp() + "/preprocessor")
     >>> import tensorflow_text  # registers the ops the graph uses
     >>> loaded = tf.saved_model.load(path)
     >>> loaded(tf.constant(["The cat sat."]))["input_word_ids"].numpy()
-    array([[2, 5, 6, 7, 1, 3, 0, 0]], dtype=int32)
+    array([[ 2, 13, 66, 60,  5,  3,  0,  0]], dtype=int32)
     >>> a, b = loaded.tokenize(tf.constant(["the cat"])), loaded.tokenize(tf.constant(["sat"]))
     >>> loaded.bert_pack_inputs([a, b], seq_length=6)["input_type_ids"].numpy()
     array([[0, 0, 0, 0, 1, 1]], dtype=int32)

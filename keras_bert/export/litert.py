@@ -95,14 +95,9 @@ def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
 
     >>> import tempfile
     >>> import numpy as np
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
+    >>> from keras_bert import BertClassifier
     >>> from keras_bert.export import litert_model
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> path = model.export(tempfile.mkdtemp() + "/sentiment.tflite", format="litert")
     >>> lite = litert_model.load(path)
     >>> out = lite(text=np.array([b"a great movie", b"dull"], dtype=object))

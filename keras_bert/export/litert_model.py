@@ -89,13 +89,8 @@ class LiteRTModel:
     Example:
 
     >>> import tempfile
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> lite = load(model.export(tempfile.mkdtemp() + "/m.tflite", format="litert"))
     >>> sorted(lite.signatures)
     ['serving_default', 'serving_ids']

@@ -37,13 +37,8 @@ class TaskServing:
     Example (`for_model` picks the class of a task model, here `ClassifierServing`):
 
     >>> import tensorflow as tf
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> serving = for_model(model, pairs=True)
     >>> type(serving).__name__, serving.describe_inputs()
     ('ClassifierServing', 'text_a, text_b')
@@ -150,13 +145,8 @@ class ClassifierServing(TaskServing):
     ``probabilities``, ``label_ids`` (+ ``labels``); regression -> ``score``.
 
     >>> import tensorflow as tf
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> serving = ClassifierServing(model, label_names=["negative", "positive"])
     >>> texts = {"text": tf.constant(["a great movie", "dull"])}
     >>> inputs, extras = serving.pack(texts)
@@ -188,14 +178,8 @@ class MultipleChoiceServing(TaskServing):
     ``logits``, ``probabilities``, ``label_ids`` (the index of the chosen choice).
 
     >>> import tensorflow as tf
-    >>> from keras_bert import (BertConfig, BertEncoder, BertMultipleChoice,
-    ...                         BertMultipleChoicePreprocessor)
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "he", "ran", "sat", "slept"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> preprocessor = BertMultipleChoicePreprocessor(vocab, seq_length=6)
-    >>> model = BertMultipleChoice(encoder, num_choices=3, preprocessor=preprocessor)
+    >>> from keras_bert import BertMultipleChoice
+    >>> model = BertMultipleChoice.from_preset("tiny_random", num_choices=3, seq_length=6)
     >>> serving = MultipleChoiceServing(model)
     >>> texts = {"context": tf.constant(["he"]), "choices": tf.constant([["ran", "sat", "slept"]])}
     >>> inputs, extras = serving.pack(texts)
@@ -237,14 +221,8 @@ class TokenClassifierServing(TaskServing):
     ``words``, ``word_label_ids`` (+ ``word_labels``) [batch, words].
 
     >>> import tensorflow as tf
-    >>> from keras_bert import (BertConfig, BertEncoder, BertTokenClassifier,
-    ...                         BertTokenClassifierPreprocessor)
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "is", "big", "##gest"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> preprocessor = BertTokenClassifierPreprocessor(vocab, seq_length=8)
-    >>> model = BertTokenClassifier(encoder, num_classes=3, preprocessor=preprocessor)
+    >>> from keras_bert import BertTokenClassifier
+    >>> model = BertTokenClassifier.from_preset("tiny_random", num_classes=3, seq_length=8)
     >>> serving = TokenClassifierServing(model, label_names=["O", "B-LOC", "I-LOC"])
     >>> texts = {"text": tf.constant(["Paris is biggest"])}
     >>> inputs, extras = serving.pack(texts)
@@ -284,12 +262,8 @@ class SpanLabelerServing(TaskServing):
     (0, 0: none) and, from the text signature, its WordPiece text ``answer``.
 
     >>> import tensorflow as tf
-    >>> from keras_bert import BertConfig, BertEncoder, BertPreprocessor, BertSpanLabeler
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "ran", "he", "home"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertSpanLabeler(encoder, preprocessor=BertPreprocessor(vocab, seq_length=10))
+    >>> from keras_bert import BertSpanLabeler
+    >>> model = BertSpanLabeler.from_preset("tiny_random", seq_length=10)
     >>> serving = SpanLabelerServing(model, max_answer_length=2)
     >>> texts = {"question": tf.constant(["who ran"]), "context": tf.constant(["he ran home"])}
     >>> inputs, extras = serving.pack(texts)
@@ -347,12 +321,8 @@ class MaskedLMServing(TaskServing):
     [batch, 2] (0: text_b follows text_a).
 
     >>> import tensorflow as tf
-    >>> from keras_bert import BertConfig, BertEncoder, BertMaskedLM, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertMaskedLM(encoder, preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertMaskedLM
+    >>> model = BertMaskedLM.from_preset("tiny_random", seq_length=8)
     >>> serving = MaskedLMServing(model, top_k=2)
     >>> texts = {"text": tf.constant(["a [MASK] movie"])}
     >>> inputs, extras = serving.pack(texts)

@@ -53,7 +53,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants
 
-from keras_bert.export import export_dirs, modules, task_adapters
+from keras_bert.export import export_dirs, modules, task_adapters, warmup_requests as warmup
 from keras_bert.export.export_dirs import ExportError
 from keras_bert.layers import serving_graph
 from keras_bert.models import export_formats, lora
@@ -64,7 +64,8 @@ SIGNATURES = ("serving_default", "serving_ids")
 
 @export_formats.register("tf_saved_model")
 def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
-                 max_answer_length=30, verbose=False, input_signature=None):
+                 max_answer_length=30, verbose=False, input_signature=None,
+                 warmup_requests=None):
     """Writes the serving SavedModel of the task ``model`` to ``export_dir`` (the version
     directory ``<base>/<name>/<version>``), atomically. ``model.export(export_dir, ...)``
     calls it.
@@ -80,6 +81,9 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
         max_answer_length: longest answer span in tokens (`BertSpanLabeler`).
         verbose: print where the export went and its signatures.
         input_signature: must be None (Keras' ``export`` argument): the signatures are fixed.
+        warmup_requests: texts TF Serving replays before the version serves (one
+            ``serving_default`` request each, in ``assets.extra/tf_serving_warmup_requests``;
+            `keras_bert.export.warmup_requests`), or None for none.
 
     Returns:
         The absolute path of the export.
@@ -92,13 +96,8 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
 
     >>> import tempfile, tensorflow as tf
     >>> import tensorflow_text  # registers the tokenizer's ops for loading
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> path = model.export(tempfile.mkdtemp() + "/sentiment/1",
     ...                     label_names=["negative", "positive"])
     >>> serve = tf.saved_model.load(path).signatures["serving_default"]
@@ -123,11 +122,18 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
     model = lora.for_export(model)  # LoRA factors merged into the kernels
     task = task_adapters.for_model(model, pairs=pairs, label_names=label_names, top_k=top_k,
                                    max_answer_length=max_answer_length)
+    records = None
+    if warmup_requests is not None:
+        try:
+            records = warmup.text_records(task.text_specs(), warmup_requests)
+        except ValueError as error:
+            raise ExportError(str(error)) from None
     root = serving_module(model, task)
     signatures = {name: getattr(root, name) for name in SIGNATURES}
     # A frozen graph holds no variables, so no gradient functions capture any.
     options = tf.saved_model.SaveOptions(experimental_custom_gradients=not root.frozen)
     path = export_dirs.save(root, export_dir, signatures=signatures, versioned=True,
+                            write_more=records and (lambda tmp: warmup.write(tmp, records)),
                             options=options)
     if verbose:
         print(f"Saved the serving SavedModel of {type(model).__name__} to {path}: "

@@ -46,13 +46,10 @@ class SavedModelEncoder(keras.layers.Layer):
     Example (a tiny encoder exported, then fine-tuned under a classifier head):
 
     >>> import tempfile, keras, numpy as np
-    >>> from keras_bert import BertConfig, BertEncoder
+    >>> from keras_bert import BertEncoder
     >>> from keras_bert.export import export_encoder
     >>> from keras_bert.layers import SavedModelEncoder
-    >>> encoder = BertEncoder(BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> path = export_encoder(encoder, tempfile.mkdtemp() + "/encoder", do_lower_case=True,
-    ...                       vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> path = export_encoder(BertEncoder.from_preset("tiny_random"), tempfile.mkdtemp() + "/enc")
     >>> inputs = {name: keras.Input((None,), dtype="int32", name=name)
     ...           for name in ("input_word_ids", "input_mask", "input_type_ids")}
     >>> pooled = SavedModelEncoder(path)(inputs)["pooled_output"]

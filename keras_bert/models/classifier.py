@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from keras_bert.models import retrieval
 from keras_bert.models.label_names import LabelNames
 from keras_bert.models.task import Task
 from keras_bert import checks
@@ -32,13 +33,8 @@ class BertClassifier(LabelNames, Task):
 
     Example:
 
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "dull", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> history = model.fit(["a great movie", "dull"], [1, 0], epochs=2, verbose=0)
     >>> model.predict(["a dull movie"], verbose=0).shape
     (1, 2)
@@ -103,6 +99,40 @@ class BertClassifier(LabelNames, Task):
         if self.regression or not y.dtype.is_integer:
             return y
         return check_class_ids_in_graph(y, self.num_classes)
+
+    def rerank(self, query, documents, top_k=None, return_documents=False, batch_size=32,
+               activation="auto"):
+        """Scores each of ``documents`` against ``query`` with this cross-encoder (a
+        single-score model, ``num_classes=1``, reading ``(query, document)`` pairs) and
+        returns them best first, as sentence-transformers' ``CrossEncoder.rank``:
+        ``[{"corpus_id": int, "score": float}, ...]`` (with ``"text"`` when
+        ``return_documents``), the first ``top_k`` (None: all); ties keep the documents'
+        order.
+
+        ``activation``: ``"auto"`` turns logits into sigmoid scores in (0, 1), as
+        ``CrossEncoder`` does for one label (a model built with an ``activation`` keeps
+        its outputs); None keeps the raw outputs; or a Keras activation (name or function).
+        The order is the same either way. ValueError for a model of several classes.
+        """
+        if not self.regression:
+            raise ValueError(f"rerank needs a single-score model (a cross-encoder, "
+                             f"num_classes=1); this {type(self).__name__} has "
+                             f"num_classes={self.num_classes}.")
+        if not isinstance(query, (str, bytes)):
+            raise TaskInputError(f"rerank takes one query (a string), got "
+                                 f"{type(query).__name__} {query!r:.80}.")
+        documents = list(documents)
+        if not documents:
+            return []
+        scores = self.predict(([query] * len(documents), documents), batch_size=batch_size,
+                              verbose=0)
+        scores = np.asarray(scores, np.float32).reshape(-1)
+        if activation == "auto":
+            activation = "sigmoid" if self.activation in (
+                None, keras.activations.linear) else None
+        if activation is not None:
+            scores = np.asarray(keras.activations.get(activation)(scores))
+        return retrieval.ranked(scores, top_k, documents if return_documents else None)
 
     def head_variables(self):
         return {"output_weights": (self.logits.kernel, True),

@@ -24,17 +24,15 @@ def extract_features(encoder, preprocessor, texts, texts_b=None, layers=None, ba
 
     Example:
 
-    >>> from keras_bert import BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=8, hidden_size=4, num_hidden_layers=2,
-    ...                                  num_attention_heads=1, intermediate_size=8))
-    >>> record = next(extract_features(encoder, BertPreprocessor(vocab, seq_length=8),
-    ...                                ["the cat sat"], layers=[-1, -2]))
+    >>> from keras_bert import BertEncoder, BertPreprocessor
+    >>> encoder = BertEncoder.from_preset("tiny_random")
+    >>> preprocessor = BertPreprocessor.from_preset("tiny_random", seq_length=8)
+    >>> record = next(extract_features(encoder, preprocessor, ["the cat sat"], layers=[-1]))
     >>> [f["token"] for f in record["features"]]
     ['[CLS]', 'the', 'cat', 'sat', '[SEP]']
     >>> first = record["features"][0]["layers"]
     >>> [layer["index"] for layer in first], len(first[0]["values"])
-    ([-1, -2], 4)
+    ([-1], 16)
     """
     num_layers = encoder.bert_config.num_hidden_layers
     if layers is None:

@@ -13,10 +13,9 @@ class LabelNames:
     """Mixin of `BertClassifier` and `BertTokenClassifier`: ``label_names``, the name of each
     class in class-id order (None: unnamed), checked against ``num_classes``.
 
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2, label_names=["negative", "positive"])
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2,
+    ...                                    label_names=["negative", "positive"])
     >>> model.label_names, model.get_config()["label_names"]
     (['negative', 'positive'], ['negative', 'positive'])
     >>> model.label_names = ["neg", "pos"]  # checked as the constructor checks it

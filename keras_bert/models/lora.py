@@ -17,15 +17,14 @@ projections) and ``intermediate``, ``output`` (the feed-forward's); keras-hub's 
 same layers (``query_dense``, ``value_dense``, ...) are taken too. Default: ``query`` and
 ``value``, as the LoRA paper and keras-hub.
 
->>> from keras_bert import BertConfig, BertEncoder
->>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=2,
-...                                  num_attention_heads=2, intermediate_size=16))
+>>> from keras_bert import BertEncoder
+>>> encoder = BertEncoder.from_preset("tiny_random")  # 1 block, hidden size 16
 >>> encoder.enable_lora(rank=2)
 >>> encoder.lora_config
 {'rank': 2, 'lora_alpha': 2, 'target_layer_names': ['query', 'value']}
 >>> sorted({v.name for v in encoder.trainable_weights})
 ['lora_kernel_a', 'lora_kernel_b']
->>> sum(int(np.prod(v.shape)) for v in encoder.trainable_weights)  # 2 blocks x 2 x (8x2 + 2x8)
+>>> sum(int(np.prod(v.shape)) for v in encoder.trainable_weights)  # 1 block x 2 x (16x2 + 2x16)
 128
 """
 

@@ -56,15 +56,13 @@ class BertMaskedLM(Task):
     Example:
 
     >>> import numpy as np
-    >>> from keras_bert import BertConfig, BertEncoder, BertMaskedLM
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> model = BertMaskedLM(encoder)
+    >>> from keras_bert import BertMaskedLM
+    >>> model = BertMaskedLM.from_preset("tiny_random", preprocessor=None)
     >>> ids = np.array([[2, 7, 4, 9, 3]], "int32")
     >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
     ...      "input_type_ids": np.zeros_like(ids), "masked_lm_positions": np.array([[2]])}
-    >>> model.predict(x, verbose=0).shape
-    (1, 1, 30)
+    >>> model.predict(x, verbose=0).shape  # [batch, masked positions, vocab_size]
+    (1, 1, 92)
     """
 
     trim_predictions = True  # one row per example: predict and serving cut the padding

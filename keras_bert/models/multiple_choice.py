@@ -23,15 +23,10 @@ class BertMultipleChoice(Task):
 
     Example:
 
-    >>> import numpy as np
-    >>> from keras_bert import BertConfig, BertEncoder, BertMultipleChoice
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> model = BertMultipleChoice(encoder, num_choices=3)
-    >>> ids = np.random.randint(5, 30, size=(2, 3, 6)).astype("int32")
-    >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-    ...      "input_type_ids": np.zeros_like(ids)}
-    >>> model.predict(x, verbose=0).shape
+    >>> from keras_bert import BertMultipleChoice
+    >>> model = BertMultipleChoice.from_preset("tiny_random", num_choices=3, seq_length=6)
+    >>> contexts, choices = ["he", "the cat"], [["ran", "sat", "slept"], ["sat", "ran", "is"]]
+    >>> model.predict((contexts, choices), verbose=0).shape
     (2, 3)
     """
 

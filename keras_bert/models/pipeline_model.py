@@ -34,6 +34,7 @@ True
 import contextlib
 import functools
 import math
+import weakref
 
 import keras
 import numpy as np
@@ -85,10 +86,14 @@ class PipelineModel(keras.Model):
     preprocessor = None
     # Whether the preprocessor makes the labels of raw text (masked LM: the masked ids).
     preprocessor_makes_labels = False
+    # Whether fit/evaluate need labels (False: the loss reads the outputs alone, as in-batch
+    # negatives do).
+    needs_labels = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._preprocess_functions = {}
+        self._preprocess_owner = lambda: None  # (a weak reference to whose functions they are)
         self._cut_texts = truncation.CutCounter()
 
     @property
@@ -187,7 +192,7 @@ class PipelineModel(keras.Model):
                 raise TaskInputError(f"{name} got an empty dataset: it yields no batches.")
         elif batching.is_empty(x):
             raise TaskInputError(f"{name} got no examples: x is an empty batch (0 rows).")
-        if y is not None or getattr(self, "loss", None) is None or (
+        if y is not None or getattr(self, "loss", None) is None or not self.needs_labels or (
                 raw and self.preprocessor_makes_labels):
             return
         if not isinstance(x, tf.data.Dataset):
@@ -281,8 +286,12 @@ class PipelineModel(keras.Model):
     def _preprocess_now(self, texts):
         """In-memory raw input read by the preprocessor -> packed numpy inputs, through one
         traced function per input structure (so predict() on new texts of any count does not
-        trace again). A batch of no rows gets the model's input shapes (an empty batch of
-        choices cannot tell how many choices it has)."""
+        trace again), traced anew for a preprocessor set since. A batch of no rows gets the
+        model's input shapes (an empty batch of choices cannot tell how many choices it
+        has)."""
+        if self._preprocess_owner() is not self.preprocessor:  # model.preprocessor = ...
+            self._preprocess_functions.clear()
+            self._preprocess_owner = weakref.ref(self.preprocessor)
         signature = tuple(batching.batch_free_spec(t) for t in texts)
         key = repr(signature)
         if key not in self._preprocess_functions:

@@ -44,15 +44,14 @@ class PresetMixin:
 
     >>> import tempfile
     >>> import numpy as np
-    >>> from keras_bert import BertConfig, BertEncoder
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
+    >>> from keras_bert import BertEncoder
+    >>> encoder = BertEncoder.from_preset("tiny_random")
     >>> path = tempfile.mkdtemp()
     >>> encoder.save_to_preset(path) == path
     True
     >>> again = BertEncoder.from_preset(path, name="again")
-    >>> again.name, again.bert_config == encoder.bert_config
-    ('again', True)
+    >>> again.name, again.bert_config == encoder.bert_config, again.vocabulary == encoder.vocabulary
+    ('again', True, True)
     >>> all(np.array_equal(a, b) for a, b in zip(encoder.get_weights(), again.get_weights()))
     True
     """

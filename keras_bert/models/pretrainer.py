@@ -24,16 +24,14 @@ class BertPretrainer(Task):
     Example:
 
     >>> import numpy as np
-    >>> from keras_bert import BertConfig, BertEncoder, BertPretrainer
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> model = BertPretrainer(encoder)
+    >>> from keras_bert import BertPretrainer
+    >>> model = BertPretrainer.from_preset("tiny_random", preprocessor=None)
     >>> ids = np.array([[2, 7, 4, 3, 9, 3]], "int32")
     >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
     ...      "input_type_ids": np.array([[0, 0, 0, 0, 1, 1]]),
     ...      "masked_lm_positions": np.array([[2, 4]])}
     >>> {k: v.shape for k, v in model.predict(x, verbose=0).items()}
-    {'mlm_logits': (1, 2, 30), 'nsp_logits': (1, 2)}
+    {'mlm_logits': (1, 2, 92), 'nsp_logits': (1, 2)}
     """
 
     trim_predictions = True  # one row per example: predict and serving cut the padding

@@ -14,10 +14,9 @@ The encoder's projections, the pooler and the masked-LM transform are
 `Dense`).
 
 >>> import keras
->>> from keras_bert import BertConfig, BertEncoder
+>>> from keras_bert import BertEncoder
 >>> from keras_bert.models.quantization import quantized_layers
->>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-...                                  num_attention_heads=2, intermediate_size=16))
+>>> encoder = BertEncoder.from_preset("tiny_random")
 >>> quantized_layers(encoder)
 {}
 >>> encoder.quantize("int8")

@@ -27,17 +27,13 @@ class BertSpanLabeler(Task):
     Example:
 
     >>> import numpy as np
-    >>> from keras_bert import BertConfig, BertEncoder, BertSpanLabeler
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> model = BertSpanLabeler(encoder)
-    >>> ids = np.array([[2, 7, 3, 9, 10, 11, 3]], "int32")
-    >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-    ...      "input_type_ids": np.array([[0, 0, 0, 1, 1, 1, 1]])}
-    >>> history = model.fit(x, {"start_logits": np.array([4]), "end_logits": np.array([5])},
+    >>> from keras_bert import BertSpanLabeler
+    >>> model = BertSpanLabeler.from_preset("tiny_random", seq_length=8)
+    >>> pairs = (["who ran"], ["he ran home"])  # [CLS] who ran [SEP] he ran home [SEP]
+    >>> history = model.fit(pairs, {"start_logits": np.array([4]), "end_logits": np.array([4])},
     ...                     verbose=0)
-    >>> {k: v.shape for k, v in model.predict(x, verbose=0).items()}
-    {'start_logits': (1, 7), 'end_logits': (1, 7)}
+    >>> {k: v.shape for k, v in model.predict(pairs, verbose=0).items()}
+    {'start_logits': (1, 8), 'end_logits': (1, 8)}
     """
 
     # A (question, context) pair keeps its question and cuts the context.

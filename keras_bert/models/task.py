@@ -47,7 +47,7 @@ class Task(PipelineModel):
     Example (a subclass, as `BertClassifier` is one):
 
     >>> import keras
-    >>> from keras_bert import BertConfig, BertEncoder
+    >>> from keras_bert import BertEncoder
     >>> from keras_bert.models.task import Task
     >>> class MeanTokenRegressor(Task):
     ...     def __init__(self, encoder, preprocessor=None, **kwargs):
@@ -59,9 +59,7 @@ class Task(PipelineModel):
     ...                          preprocessor=preprocessor, **kwargs)
     ...     def default_loss(self):
     ...         return "mse"
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
-    >>> model = MeanTokenRegressor(encoder)
+    >>> model = MeanTokenRegressor(BertEncoder.from_preset("tiny_random"))
     >>> model.optimizer.__class__.__name__, model.loss
     ('AdamW', 'mse')
     """
@@ -281,12 +279,27 @@ class Task(PipelineModel):
         """
         return task_from_preset(cls, preset, load_weights=load_weights, **kwargs)
 
-    def save_to_preset(self, directory):
+    @classmethod
+    def preset_defaults(cls, metadata):
+        """The arguments (head and preprocessor) ``from_preset`` gives this class from what a
+        preset records besides its weights (``metadata``, `Preset.metadata`), below the
+        caller's and those of a preset saved from this class. None by default; a
+        sentence-transformers model gives `BertTextEmbedder` its pooling."""
+        return {}
+
+    def preset_metadata(self):
+        """What ``save_to_preset`` records of this model besides its arguments and weights
+        (`preset_defaults` reads it back). Nothing by default."""
+        return {}
+
+    def save_to_preset(self, directory, format="keras_bert"):
         """Writes the encoder and the head (Google's names), the config, the vocabulary and
         the task's arguments in keras_bert's layout; ``from_preset(directory)`` loads it.
         An earlier preset in ``directory`` is replaced at once
-        (`keras_bert.presets.preset_saver`). Returns ``directory``."""
-        return PresetSaver(directory).save_task(self)
+        (`keras_bert.presets.preset_saver`). ``format="sentence_transformers"`` (a
+        `BertTextEmbedder`) writes a folder sentence-transformers loads. Returns
+        ``directory``."""
+        return PresetSaver(directory, format=format).save_task(self)
 
     def head_config(self):
         """The head's constructor arguments (the config without encoder and preprocessor)."""

@@ -33,14 +33,8 @@ class BertTokenClassifier(LabelNames, Task):
 
     Example:
 
-    >>> from keras_bert import (BertConfig, BertEncoder, BertTokenClassifier,
-    ...                         BertTokenClassifierPreprocessor)
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "is", "big", "##gest"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertTokenClassifier(
-    ...     encoder, num_classes=3, preprocessor=BertTokenClassifierPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertTokenClassifier
+    >>> model = BertTokenClassifier.from_preset("tiny_random", num_classes=3, seq_length=8)
     >>> words = [["Paris", "is", "biggest"]]
     >>> history = model.fit(words, [[1, 0, 2]], verbose=0)
     >>> [len(tags) for tags in model.predict_words(words)]

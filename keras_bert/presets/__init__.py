@@ -1,7 +1,8 @@
 """Named BERT presets; resolving, loading and saving them.
 
 ``keras_bert.presets()`` (this module is callable) and ``keras_bert.presets.list_presets()``
-list the registry (`registry`); `load_preset` (`resolver`) resolves a name, hub handle
+list the registry (`registry`; ``tiny_random``, random weights built in for examples and
+tests, loads offline: `tiny_random`); `load_preset` (`resolver`) resolves a name, hub handle
 (``hf://``, ``kaggle://``), directory or zip to a `Preset`; `PresetLoader` (`preset_loader`)
 builds models and text layers from it and `PresetSaver` (`preset_saver`), beside it,
 writes them back.
@@ -43,6 +44,10 @@ class PresetTable(list):
     __repr__ = __str__
 
 
+def _millions(n):
+    return f"{n / 1e6:.1f}M" if n >= 1e5 else f"{n / 1e3:.0f}K"
+
+
 def list_presets():
     """Every registered preset: name, layers, hidden size, heads, parameters, casing, source."""
     rows = []
@@ -52,9 +57,9 @@ def list_presets():
             "layers": spec.num_hidden_layers,
             "hidden_size": spec.hidden_size,
             "heads": spec.num_attention_heads,
-            "parameters": f"{spec.num_parameters / 1e6:.1f}M",
+            "parameters": _millions(spec.num_parameters),
             "casing": spec.casing,
-            "source": spec.url or f"pypi:{spec.package}",
+            "source": spec.url or (f"pypi:{spec.package}" if spec.package else "built in"),
             "description": spec.description,
         })
     return PresetTable(rows)

@@ -244,6 +244,8 @@ def _features(name):
 
 
 def _preset_features(spec):
+    if spec.source == "builtin":  # random weights: never offered for a size, casing or language
+        return None, None, None, None
     size = spec.name.split("_")[0] if spec.name.split("_")[0] in _SIZES else None
     language = ("multi" if "multilingual" in spec.name else "zh" if "chinese" in spec.name
                 else "en")
@@ -261,6 +263,10 @@ def suggestions(name, n=3):
         # a keras-hub name misspelt: its preset first, then those like the name
         first = KERAS_HUB_NAMES[misspelt[0]]
         return [first] + [c for c in _alike(name, n) if c != first][:n - 1]
+    builtin = [s.name for s in PRESETS.values() if s.source == "builtin"]
+    misspelt = difflib.get_close_matches(lowered, builtin, n=1, cutoff=0.85)
+    if misspelt:  # a built-in preset misspelt ("tiny_randm"): it first
+        return misspelt + [c for c in _alike(name, n) if c not in misspelt][:n - 1]
     return _alike(name, n)
 
 

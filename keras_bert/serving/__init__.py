@@ -9,7 +9,9 @@ from keras_bert.serving.model_config import (
     read_model_config_file,
 )
 from keras_bert.serving.errors import ServerConfigError, ServingError
+from keras_bert.serving.limits import RequestLimits
 from keras_bert.serving.manager import ModelManager, VersionStatus
+from keras_bert.serving.servable import ServableOptions
 from keras_bert.serving.server import ModelServer
 
 __all__ = [
@@ -18,6 +20,8 @@ __all__ = [
     "ModelConfig",
     "ModelManager",
     "ModelServer",
+    "RequestLimits",
+    "ServableOptions",
     "ServerConfigError",
     "ServingError",
     "VersionStatus",

@@ -5,6 +5,13 @@ generated stubs of tensorflow-serving-api. Client code written for TF Serving
 
 Classify, Regress, MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED. grpc and
 tensorflow_serving are imported only when a server starts.
+
+A Predict carries its client's deadline to the queue and a way to ask whether the client is
+still there (``context.is_active()``): a request whose client gave up is dropped before it
+runs. The server takes at most ``grpc_max_threads`` RPCs at once and answers more at once with
+RESOURCE_EXHAUSTED; a message over twice ``--max_request_bytes`` is refused by gRPC itself,
+one over ``--max_request_bytes`` with INVALID_ARGUMENT naming the flag, and a TensorProto's
+declared shape is checked before it is decoded (`keras_bert.serving.limits`).
 """
 
 import logging
@@ -42,10 +49,12 @@ def _unimplemented(context, what):
                   "Predict, GetModelMetadata and GetModelStatus)")
 
 
-def _inputs(signature, request):
-    """The request's TensorProtos as numpy arrays, each dtype checked before decoding."""
+def _inputs(signature, request, limits):
+    """The request's TensorProtos as numpy arrays, each dtype and declared shape checked
+    before decoding."""
     import tensorflow as tf
 
+    limits.check_bytes(request.ByteSize())
     signature.check_names(request.inputs)
     arrays = {}
     for key, proto in request.inputs.items():
@@ -54,6 +63,7 @@ def _inputs(signature, request):
         except TypeError:
             raise invalid(f"input {key!r}: unknown dtype enum {proto.dtype}") from None
         signature.check_dtype(key, dtype)
+        limits.check_tensor_proto(key, proto, None if dtype == tf.string else dtype.size)
         try:
             arrays[key] = to_array(proto, dtype)
         except Exception as error:  # content that does not fit its shape, and the like
@@ -125,6 +135,8 @@ class PredictionService:
     >>> class Context:
     ...     def time_remaining(self):  # seconds left before the client's deadline
     ...         return 60.0
+    ...     def is_active(self):  # False once the client has gone
+    ...         return True
     >>> response = PredictionService(manager).Predict(request, Context())
     >>> tf.make_ndarray(response.outputs["y"]), response.model_spec.version.value
     (array([6.], dtype=float32), 1)
@@ -135,16 +147,21 @@ class PredictionService:
         self.manager = manager
 
     def Predict(self, request, context):  # noqa: N802  (the gRPC method's name)
-        return _serve(context, self._predict, request, context.time_remaining())
+        return _serve(context, self._predict, request, context.time_remaining(),
+                      context.is_active)
 
-    def _predict(self, request, timeout=None):
+    def _predict(self, request, timeout=None, alive=None):
         from tensorflow_serving.apis import predict_pb2
 
+        if timeout is not None and timeout <= 0 or alive is not None and not alive():
+            raise ServingError("DEADLINE_EXCEEDED", "the request's deadline passed before "
+                               "it was read (the server is busy)")
         name, version, label = _spec(request.model_spec)
         with self.manager.servable(name, version, label) as servable:
             signature = servable.signature(request.model_spec.signature_name)
-            outputs = servable.predict(signature, _inputs(signature, request),
-                                       tuple(request.output_filter), timeout)
+            inputs = _inputs(signature, request, self.manager.limits)
+            outputs = servable.predict(signature, inputs, tuple(request.output_filter),
+                                       timeout, alive)
         response = predict_pb2.PredictResponse()
         response.model_spec.name = name
         response.model_spec.version.value = servable.version
@@ -248,21 +265,41 @@ def address(host, port):
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def start_grpc_server(manager, host="127.0.0.1", port=8500, max_threads=32):
+def parse_channel_arguments(text):
+    """TF Serving's ``--grpc_channel_arguments`` (``"grpc.max_connection_age_ms=2000,..."``)
+    as gRPC server options: (name, int or str) pairs."""
+    found = []
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ServerConfigError(f"--grpc_channel_arguments: {item!r} is not name=value")
+        value = value.strip()
+        found.append((name.strip(), int(value) if value.lstrip("-").isdigit() else value))
+    return found
+
+
+def start_grpc_server(manager, host="127.0.0.1", port=8500, max_threads=32,
+                      channel_arguments=()):
     """Starts a gRPC server with both services; returns (server, bound port). Port 0 picks a
     free one. A port in use is a `ServerConfigError` (SO_REUSEPORT is off, so a second
-    server cannot silently share a port)."""
+    server cannot silently share a port). At most `max_threads` RPCs are handled at once;
+    more are answered RESOURCE_EXHAUSTED at once. `channel_arguments`: more gRPC server
+    options, (name, value) pairs (they override these)."""
     from concurrent import futures
 
     import grpc
     from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
+    limit = manager.limits.max_request_bytes
+    # Messages up to twice the limit are read and refused with a message naming the flag;
+    # larger ones gRPC itself refuses (RESOURCE_EXHAUSTED) before they are read whole.
+    receive = min(2**31 - 1, 2 * limit) if limit else 2**31 - 1
+    options = dict([("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", receive),
+                    ("grpc.max_send_message_length", 2**31 - 1)])
+    options.update(channel_arguments)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="grpc"),
-        options=[("grpc.so_reuseport", 0),
-                 # TF Serving takes messages of any size (up to 2 GiB).
-                 ("grpc.max_receive_message_length", 2**31 - 1),
-                 ("grpc.max_send_message_length", 2**31 - 1)])
+        options=list(options.items()), maximum_concurrent_rpcs=max_threads)
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
         PredictionService(manager), server)
     model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(manager), server)

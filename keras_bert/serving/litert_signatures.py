@@ -29,13 +29,8 @@ class InterpreterPool:
     Example:
 
     >>> import tempfile
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> path = model.export(tempfile.mkdtemp() + "/1/model.tflite", format="litert")
     >>> pool = InterpreterPool(open(path, "rb").read(), size=2)
     >>> with pool.interpreter() as lite:
@@ -86,13 +81,8 @@ class LiteRTSignature(Signature):
     Example (the model of `InterpreterPool`'s example):
 
     >>> import tempfile
-    >>> from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "movie"]
-    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
-    ...                                  num_hidden_layers=1, num_attention_heads=2,
-    ...                                  intermediate_size=16))
-    >>> model = BertClassifier(encoder, num_classes=2,
-    ...                        preprocessor=BertPreprocessor(vocab, seq_length=8))
+    >>> from keras_bert import BertClassifier
+    >>> model = BertClassifier.from_preset("tiny_random", num_classes=2, seq_length=8)
     >>> path = model.export(tempfile.mkdtemp() + "/1/model.tflite", format="litert")
     >>> pool = InterpreterPool(open(path, "rb").read())
     >>> signature = LiteRTSignature("serving_default", pool)

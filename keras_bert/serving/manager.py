@@ -5,8 +5,12 @@ layout, ``<base>/<version>/saved_model.pb``). The manager serves the versions it
 (newest by default), polls the base path every ``poll_wait_seconds`` and loads a version
 directory dropped in while serving without a restart. A new version is loaded before the old
 one is retired, and the old one finishes the requests in flight on it before it is let go
-(TF Serving's availability-preserving policy). A version that fails to load is retried when
-its files change; meanwhile the versions already loaded keep serving.
+(TF Serving's availability-preserving policy). A SavedModel version loads and warms up in a
+process of its own while the old one answers, so the switch is one dictionary update that
+blocks no request, and the old version's memory returns when its process ends
+(`keras_bert.serving.version_process`). A version that fails to load is retried when its
+files change; meanwhile the versions already loaded keep serving. A version whose process
+died is loaded again at the next poll.
 
 Write a new version elsewhere and rename it into place: a directory still being written may
 be tried (and fail) before it is whole.
@@ -20,7 +24,12 @@ import threading
 
 from keras_bert import storage
 from keras_bert.serving.errors import ServerConfigError, ServingError, invalid, not_found
-from keras_bert.serving.servable import Servable, has_saved_model, has_tflite_model
+from keras_bert.serving.servable import (
+    Servable,
+    ServableOptions,
+    has_saved_model,
+    has_tflite_model,
+)
 
 log = logging.getLogger("keras_bert.serving")
 
@@ -84,13 +93,11 @@ class ModelManager:
 
     Args:
       models: the `ModelConfig`s.
-      batching: `BatchingOptions` for every servable, or None.
       poll_wait_seconds: seconds between looks at the base paths; 0 looks once at start, a
         negative value never (TF Serving's ``--file_system_poll_wait_seconds``).
-      max_request_batch: most rows one request may have (0: no limit).
-      prefer_tflite_model: serve a version's ``model.tflite`` (a LiteRT model) when it has
-        one, else its SavedModel (TF Serving's ``--prefer_tflite_model``).
-      num_tflite_pools: LiteRT interpreters per version that run at once.
+      **options: how every version is served: the fields of
+        `keras_bert.serving.servable.ServableOptions` (``batching``, ``limits``,
+        ``prefer_tflite_model``, ...).
 
     Example (`keras_bert.serving.ModelServer` wraps one; see there for requests):
 
@@ -103,23 +110,30 @@ class ModelManager:
     keras_bert.serving.errors.ServerConfigError: model 'm': no version directory ...
     """
 
-    def __init__(self, models, batching=None, poll_wait_seconds=1.0, max_request_batch=0,
-                 prefer_tflite_model=False, num_tflite_pools=1):
+    def __init__(self, models, poll_wait_seconds=1.0, **options):
         names = [m.name for m in models]
         if not names:
             raise ServerConfigError("no model to serve")
         if len(set(names)) != len(names):
             raise ServerConfigError(f"model names must be unique, got {names}")
         self._models = {m.name: _Model(m) for m in models}
-        self.batching = batching
+        try:
+            self.options = ServableOptions(**options)
+        except (TypeError, ValueError) as error:
+            raise ServerConfigError(str(error)) from None
         self.poll_wait_seconds = poll_wait_seconds
-        self.max_request_batch = max_request_batch
-        self.prefer_tflite_model = prefer_tflite_model
-        self.num_tflite_pools = num_tflite_pools
         self._lock = threading.Lock()
         self._poll_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
+
+    @property
+    def batching(self):
+        return self.options.batching
+
+    @property
+    def limits(self):
+        return self.options.limits
 
     @property
     def model_names(self):
@@ -167,6 +181,8 @@ class ModelManager:
                 model.serving = {}
         for servable in servables:
             servable.retire()
+        for servable in servables:  # their processes end: nothing is left running
+            servable.wait_unloaded(30)
 
     def _poll_forever(self):
         while not self._stop.wait(self.poll_wait_seconds):
@@ -191,6 +207,13 @@ class ModelManager:
                 log.error("model %r: cannot list %s: %s", config.name, config.base_path, error)
                 return
             wanted = model.wanted(versions)
+            with self._lock:
+                dead = [model.serving.pop(v) for v, s in sorted(model.serving.items())
+                        if not s.healthy]
+            for servable in dead:  # loaded again below
+                log.error("model %r: the process of version %d died; loading it again",
+                          config.name, servable.version)
+                servable.retire()
             for version in sorted(wanted - set(model.serving)):
                 self._load(model, version, startup)
             with self._lock:
@@ -210,8 +233,7 @@ class ModelManager:
         fingerprint = _fingerprint(path)
         if model.failed.get(version, (None,))[0] == fingerprint:
             return  # failed before and unchanged since
-        servable = Servable(config.name, version, path, self.batching, self.max_request_batch,
-                            self.prefer_tflite_model, self.num_tflite_pools)
+        servable = Servable(config.name, version, path, self.options)
         with self._lock:
             model.loading.add(version)
         try:
@@ -232,8 +254,9 @@ class ModelManager:
             model.failed.pop(version, None)
             model.retired.pop(version, None)
             model.serving[version] = servable
-        log.info("model %r: serving version %d from %s", config.name, version,
-                 os.path.join(path, servable.served_file))
+        warmed = f" (warmed up: {servable.warmed_up})" if servable.warmed_up else ""
+        log.info("model %r: serving version %d from %s%s", config.name, version,
+                 os.path.join(path, servable.served_file), warmed)
 
     # ---- lookups -------------------------------------------------------------------------
     def _model(self, name):

@@ -14,7 +14,8 @@ value if the signature has one output, else an object) for the row format and
 when the output's name ends in ``_bytes`` (or the bytes are not UTF-8).
 
 Every problem is an INVALID_ARGUMENT `ServingError` naming the input, the instance and what
-was wrong.
+was wrong: JSON nested deeper than `MAX_DEPTH` levels too, and a request with more rows than
+``--max_request_batch`` before any of its values is converted.
 
 An empty batch is run like any other and answered with no rows, in both formats and as gRPC
 answers it: ``{"instances": []}`` gives ``{"predictions": []}``, ``{"inputs": {"text": []}}``
@@ -37,6 +38,7 @@ from keras_bert.serving.errors import invalid
 from keras_bert.serving.signatures import dtype_name
 
 REQUEST_KEYS = ("signature_name", "instances", "inputs")
+MAX_DEPTH = 32  # levels of JSON lists a value may have (a tensor of rank 31 in row format)
 
 
 def parse_request(body):
@@ -51,6 +53,9 @@ def parse_request(body):
     except json.JSONDecodeError as error:
         raise invalid(f"the request body is not valid JSON: {error.msg} at line {error.lineno} "
                       f"column {error.colno}") from None
+    except RecursionError:
+        raise invalid(f"the request body is JSON nested too deeply (a value may have at most "
+                      f"{MAX_DEPTH} levels of lists)") from None
     if not isinstance(request, dict):
         raise invalid(f"the request body must be a JSON object with 'instances' or 'inputs', "
                       f"got a JSON {_kind(request)}")
@@ -67,10 +72,19 @@ def parse_request(body):
     return request
 
 
-def request_inputs(request, signature):
-    """(inputs as name -> numpy array, "row" or "columnar") of a parsed request."""
+def request_inputs(request, signature, limits=None):
+    """(inputs as name -> numpy array, "row" or "columnar") of a parsed request; `limits`
+    (`RequestLimits`): its rows are checked before anything is converted."""
     if "instances" in request:
+        if limits is not None and isinstance(request["instances"], list):
+            limits.check_rows(len(request["instances"]))
         return _rows(request["instances"], signature), "row"
+    if limits is not None:
+        values = request["inputs"].values() if _is_named(request["inputs"]) \
+            else [request["inputs"]]
+        for value in values:
+            if isinstance(value, list):
+                limits.check_rows(len(value))
     return _columns(request["inputs"], signature), "columnar"
 
 
@@ -148,13 +162,16 @@ def to_array(value, signature, key, where):
                       ) from None
 
 
-def _flatten(value, where, key):
+def _flatten(value, where, key, depth=0):
     """(flat list of scalars, shape) of a nested list; ValueError-free ragged check."""
     if not isinstance(value, list):
         return [value], ()
+    if depth == MAX_DEPTH:
+        raise invalid(f"input {key!r} in {where}: lists nested more than {MAX_DEPTH} levels "
+                      "deep")
     if not value:
         return [], (0,)
-    parts = [_flatten(item, where, key) for item in value]
+    parts = [_flatten(item, where, key, depth + 1) for item in value]
     shapes = {shape for _, shape in parts}
     if len(shapes) > 1:
         raise invalid(f"input {key!r} in {where}: a ragged list (items of shapes "

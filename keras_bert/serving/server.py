@@ -17,14 +17,16 @@ class ModelServer:
       grpc_port: gRPC port (0: a free one; see `grpc_port` after `start`).
       rest_api_port: REST port (0: a free one), or None for no REST API.
       host: the address both listen on (default loopback only).
-      batching: `BatchingOptions` to batch concurrent requests, or None.
       poll_wait_seconds: how often the model base paths are looked at for new versions.
-      max_request_batch: most rows one request may have (0: no limit).
-      grpc_max_threads: gRPC requests handled at once.
-      rest_api_timeout_in_ms: how long a REST predict may wait for its batch.
-      prefer_tflite_model: serve a version's ``model.tflite`` (a LiteRT model) instead of
-        its SavedModel when it has one (TF Serving's ``--prefer_tflite_model``).
-      num_tflite_pools: LiteRT interpreters per version that run at once.
+      grpc_max_threads: gRPC requests handled at once (more: RESOURCE_EXHAUSTED at once).
+      grpc_channel_arguments: more gRPC server options, (name, value) pairs (TF Serving's
+        ``--grpc_channel_arguments``).
+      rest_api_num_threads: REST requests processed at once (None: 4 per CPU).
+      rest_api_timeout_in_ms: how long a REST request may wait for its answer.
+      **options: how versions are served, the fields of
+        `keras_bert.serving.servable.ServableOptions`: ``batching`` (`BatchingOptions`, or
+        None), ``limits`` (`RequestLimits`), ``num_request_threads``,
+        ``max_enqueued_requests``, ``enable_model_warmup``, ``prefer_tflite_model``, ...
 
     Example (a SavedModel with one signature, served and asked over REST and gRPC):
 
@@ -59,18 +61,15 @@ class ModelServer:
     """
 
     def __init__(self, models, grpc_port=8500, rest_api_port=None, host="127.0.0.1",
-                 batching=None, poll_wait_seconds=1.0, max_request_batch=0,
-                 grpc_max_threads=32, rest_api_timeout_in_ms=30000, prefer_tflite_model=False,
-                 num_tflite_pools=1):
-        self.manager = ModelManager(models, batching=batching,
-                                    poll_wait_seconds=poll_wait_seconds,
-                                    max_request_batch=max_request_batch,
-                                    prefer_tflite_model=prefer_tflite_model,
-                                    num_tflite_pools=num_tflite_pools)
+                 poll_wait_seconds=1.0, grpc_max_threads=32, grpc_channel_arguments=(),
+                 rest_api_num_threads=None, rest_api_timeout_in_ms=30000, **options):
+        self.manager = ModelManager(models, poll_wait_seconds=poll_wait_seconds, **options)
         self.host = host
         self._grpc_port_wanted = grpc_port
         self._rest_port_wanted = rest_api_port
         self._grpc_max_threads = grpc_max_threads
+        self._grpc_channel_arguments = tuple(grpc_channel_arguments)
+        self._rest_threads = rest_api_num_threads
         self._rest_timeout = rest_api_timeout_in_ms / 1000 if rest_api_timeout_in_ms else None
         self._grpc = self._rest = self._rest_thread = None
         self.grpc_port = self.rest_port = None
@@ -82,10 +81,12 @@ class ModelServer:
         try:
             self.manager.start()
             self._grpc, self.grpc_port = start_grpc_server(
-                self.manager, self.host, self._grpc_port_wanted, self._grpc_max_threads)
+                self.manager, self.host, self._grpc_port_wanted, self._grpc_max_threads,
+                self._grpc_channel_arguments)
             if self._rest_port_wanted is not None:
                 self._rest = RestServer(self.manager, self.host, self._rest_port_wanted,
-                                        timeout=self._rest_timeout)
+                                        timeout=self._rest_timeout,
+                                        num_threads=self._rest_threads)
                 self.rest_port = self._rest.port
                 self._rest_thread = threading.Thread(
                     target=self._rest.serve_forever, kwargs={"poll_interval": 0.2},

@@ -143,21 +143,27 @@ class Signature:
 
     def call(self, inputs):
         """The model call of `run` (name -> numpy array in and out); errors as ServingError."""
-        tensors = {key: tf.constant(value, dtype=self.inputs[key].dtype)
-                   for key, value in inputs.items()}
-        try:
-            outputs = self.function(**tensors)
-        except tf.errors.InvalidArgumentError as error:
-            raise invalid(f"signature {self.name!r} refused the inputs: "
-                          f"{first_line(error.message)}") from None
-        except tf.errors.OpError as error:
-            raise ServingError("INTERNAL", f"signature {self.name!r} failed: "
-                               f"{first_line(error.message)}") from None
-        return {key: value.numpy() for key, value in outputs.items()}
+        return call_function(self.function, self.name, self.inputs, inputs)
 
     def rows_of(self, inputs):
         value = next(iter(inputs.values()), None)
         return int(np.shape(value)[0]) if value is not None and np.ndim(value) else 1
+
+
+def call_function(function, name, specs, inputs):
+    """Calls a loaded signature function `name` on numpy `inputs` (converted to the dtypes of
+    `specs`, name -> tf.TensorSpec); returns name -> numpy array. TensorFlow's errors become
+    `ServingError`s: INVALID_ARGUMENT for inputs the graph refused, INTERNAL otherwise."""
+    tensors = {key: tf.constant(value, dtype=specs[key].dtype) for key, value in inputs.items()}
+    try:
+        outputs = function(**tensors)
+    except tf.errors.InvalidArgumentError as error:
+        raise invalid(f"signature {name!r} refused the inputs: "
+                      f"{first_line(error.message)}") from None
+    except tf.errors.OpError as error:
+        raise ServingError("INTERNAL", f"signature {name!r} failed: "
+                           f"{first_line(error.message)}") from None
+    return {key: value.numpy() for key, value in outputs.items()}
 
 
 def _dtype_of(value, want):

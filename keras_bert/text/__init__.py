@@ -6,6 +6,7 @@ from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 from keras_bert.text.packer import BertPackInputs
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.text_embedder_preprocessor import BertTextEmbedderPreprocessor
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 
@@ -15,6 +16,7 @@ __all__ = [
     "BertPackInputs",
     "BertPreprocessor",
     "BertPretrainerPreprocessor",
+    "BertTextEmbedderPreprocessor",
     "BertTokenClassifierPreprocessor",
     "BertTokenizer",
     "MaskedLMMasker",

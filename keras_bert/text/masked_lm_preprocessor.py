@@ -30,9 +30,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
 
     Example:
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "down"]
-    >>> preprocessor = BertMaskedLMPreprocessor(vocab, seq_length=8, max_predictions_per_seq=2,
-    ...                                         seed=0)
+    >>> preprocessor = BertMaskedLMPreprocessor.from_preset(
+    ...     "tiny_random", seq_length=8, max_predictions_per_seq=2, seed=0)
     >>> x, y, w = preprocessor(["the cat sat down"])
     >>> sorted(x), y.shape, w.numpy().tolist()
     (['input_mask', 'input_type_ids', 'input_word_ids', 'masked_lm_positions'], TensorShape([1, 2]), [[1.0, 0.0]])
@@ -88,8 +87,7 @@ class BertPretrainerPreprocessor(BertMaskedLMPreprocessor):
 
     Example:
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "down"]
-    >>> preprocessor = BertPretrainerPreprocessor(vocab, seq_length=10, seed=0)
+    >>> preprocessor = BertPretrainerPreprocessor.from_preset("tiny_random", seq_length=10, seed=0)
     >>> x, y, w = preprocessor((["the cat sat"], ["down"]), [0])
     >>> sorted(y), y["nsp_logits"].numpy().tolist()
     (['mlm_logits', 'nsp_logits'], [0])

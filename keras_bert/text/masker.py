@@ -66,8 +66,7 @@ class MaskedLMMasker(keras.layers.Layer):
 
     Example:
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"]
-    >>> masker = MaskedLMMasker(vocab, max_predictions_per_seq=2, seed=1)
+    >>> masker = MaskedLMMasker.from_preset("tiny_random", max_predictions_per_seq=2, seed=1)
     >>> out = masker({"input_word_ids": [[2, 5, 6, 7, 5, 3, 0, 0]],
     ...               "input_mask": [[1, 1, 1, 1, 1, 1, 0, 0]]})
     >>> sorted(out)

@@ -21,13 +21,12 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
 
     Example:
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "he", "ran", "sat", "slept"]
-    >>> preprocessor = BertMultipleChoicePreprocessor(vocab, seq_length=6)
+    >>> preprocessor = BertMultipleChoicePreprocessor.from_preset("tiny_random", seq_length=6)
     >>> out = preprocessor((["he"], [["ran", "sat", "slept"]]))
     >>> out["input_word_ids"].shape
     TensorShape([1, 3, 6])
-    >>> out["input_word_ids"].numpy()[0, 1].tolist()
-    [2, 5, 3, 7, 3, 0]
+    >>> out["input_word_ids"].numpy()[0, 1].tolist()  # [CLS] he [SEP] sat [SEP] [PAD]
+    [2, 35, 3, 60, 3, 0]
     """
 
     input_form = CHOICES  # what it reads: keras_bert.text.raw_inputs

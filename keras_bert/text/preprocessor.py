@@ -157,11 +157,13 @@ class BertPreprocessor(keras.layers.Layer, RawInputReader):
                     **kwargs):
         """The preprocessor of a preset: its vocabulary and casing (see `BertTokenizer`).
 
-        `kwargs`: Keras layer arguments (`name`, ...); others raise TypeError.
+        `kwargs`: the class's other constructor arguments (a `BertMaskedLMPreprocessor`'s
+        ``max_predictions_per_seq``, ``seed``, ...) and Keras layer arguments (`name`, ...);
+        others raise TypeError.
         """
-        checks.check_layer_kwargs(
-            "BertPreprocessor.from_preset", kwargs, checks.keyword_parameters(cls.from_preset)
-        )
+        accepted = checks.keyword_parameters(cls.from_preset) + checks.keyword_parameters(
+            cls.__init__, skip=("tokenizer", "do_lower_case"))
+        checks.check_layer_kwargs(f"{cls.__name__}.from_preset", kwargs, accepted)
         tokenizer = BertTokenizer.from_preset(preset, do_lower_case=do_lower_case)
         return cls(tokenizer, seq_length=seq_length, truncator=truncator, **kwargs)
 

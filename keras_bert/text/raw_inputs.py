@@ -16,6 +16,10 @@ answer to "what raw input does this task take?" is written here once:
   [batch, (words)].
 * ``"choices"`` (`BertMultipleChoicePreprocessor`): ``(contexts, choices)`` with contexts
   [batch] and choices [batch, num_choices], or ``choices`` alone.
+* ``"columns"`` (`BertTextEmbedderPreprocessor`): a batch of texts, as ``"texts"`` reads it;
+  or a tuple of 2 or 3 such batches ``(anchors, positives)`` / ``(anchors, positives,
+  negatives)`` (a list of tensors too), or a list of pairs (or triples) ``[[anchor, positive],
+  ...]``: columns of separate texts, each embedded on its own (not segments of one sequence).
 
 An empty batch (``[]``, ``()``, an empty array or column, ``([], [])``) is read as texts of no
 rows in every form. ``batched=True`` is how ``fit``/``evaluate``/``predict`` read: batches only
@@ -40,8 +44,9 @@ import tensorflow as tf
 from keras_bert import checks
 from keras_bert.checks import TaskInputError  # the one error of raw input
 
-TEXTS, WORDS, CHOICES = "texts", "words", "choices"
+TEXTS, WORDS, CHOICES, COLUMNS = "texts", "words", "choices", "columns"
 SEGMENT_NAMES = ("texts_a", "texts_b", "texts_c")
+COLUMN_NAMES = ("anchors", "positives", "negatives")
 
 _BATCH = "a batch of texts (a list of str, a numpy or pandas column of str, a tf.string tensor " \
          "[batch])"
@@ -55,32 +60,38 @@ _ACCEPTED = {
     CHOICES: "a tuple (contexts, choices) of a batch of contexts [batch] and a batch of choices "
              "[batch, num_choices] (lists of num_choices texts, a numpy array or tf.string "
              "tensor); or the choices alone",
+    COLUMNS: f"{_BATCH}; or columns of separate texts, each embedded on its own: a tuple of 2 "
+             "or 3 such batches, (anchors, positives) or (anchors, positives, negatives) (also "
+             "a list of tensors), or a list of pairs (or triples) of strings, "
+             "[[anchor, positive], ...]",
 }
 
 
 def accepted(form=TEXTS, batched=False):
     """What ``form`` reads, in words (the end of every message of this module)."""
-    if form == TEXTS and not batched:
-        return "a string, or " + _ACCEPTED[TEXTS]
+    if form in (TEXTS, COLUMNS) and not batched:
+        return "a string, or " + _ACCEPTED[form]
     return _ACCEPTED[form]
 
 
 def read_raw_inputs(x, form=TEXTS, batched=False, where="BertPreprocessor"):
     """Raw input ``x`` of ``form`` -> a tuple of tensors: 1 to 3 tf.string segments
     [batch] (``"texts"``; unbatched: scalars), the ragged words [batch, (words)] (``"words"``),
-    or contexts [batch] and choices [batch, num_choices] (``"choices"``; choices alone: one).
+    contexts [batch] and choices [batch, num_choices] (``"choices"``; choices alone: one), or
+    1 to 3 tf.string columns [batch] (``"columns"``).
 
     ``where`` names the reader in messages (the preprocessor's class). `TaskInputError` for
     anything else; where a graph leaves batch sizes unknown, assertions in front of the
     tensors.
     """
-    if form == TEXTS:
-        return _texts(x, batched, where)
+    if form in (TEXTS, COLUMNS):
+        return _texts(x, batched, where, form)
     if form == WORDS:
         return (_words(x, batched, where),)
     if form == CHOICES:
         return _choices(x, batched, where)
-    raise ValueError(f"form must be one of {TEXTS!r}, {WORDS!r}, {CHOICES!r}, got {form!r}")
+    raise ValueError(f"form must be one of {TEXTS!r}, {WORDS!r}, {CHOICES!r}, {COLUMNS!r}, "
+                     f"got {form!r}")
 
 
 def read_word_labels(y, where="BertTokenClassifierPreprocessor", dtype=tf.int32):
@@ -113,8 +124,8 @@ class RawInputReader:
     >>> from keras_bert import BertPreprocessor, BertTokenClassifierPreprocessor
     >>> BertPreprocessor.input_form, BertTokenClassifierPreprocessor.input_form
     ('texts', 'words')
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox"]
-    >>> texts_a, texts_b = BertPreprocessor(vocab).read_inputs((["the fox"], ["the"]))
+    >>> preprocessor = BertPreprocessor.from_preset("tiny_random")
+    >>> texts_a, texts_b = preprocessor.read_inputs((["the fox"], ["the"]))
     >>> texts_a.shape, texts_b.dtype
     (TensorShape([1]), tf.string)
     """
@@ -140,9 +151,11 @@ def _error(where, problem, form, batched):
     return TaskInputError(f"{where} {problem}. {where} takes {accepted(form, batched)}.")
 
 
-def _texts(x, batched, where):
+def _texts(x, batched, where, form=TEXTS):
+    """Texts in segments (``"texts"``) or in columns (``"columns"``: the same forms, named
+    anchors, positives, negatives)."""
     def fail(problem):
-        return _error(where, problem, TEXTS, batched)
+        return _error(where, problem, form, batched)
 
     if isinstance(x, dict):
         raise fail("got a dict")
@@ -153,8 +166,10 @@ def _texts(x, batched, where):
     else:
         parts = [x]
     if not 1 <= len(parts) <= 3:
-        raise fail(f"packs 1 to 3 segments, got {len(parts)}")
-    names = SEGMENT_NAMES[: len(parts)] if len(parts) > 1 else ("texts",)
+        raise fail(f"packs 1 to 3 segments, got {len(parts)}" if form == TEXTS else
+                   f"takes 1 to 3 columns, got {len(parts)}")
+    names = (SEGMENT_NAMES if form == TEXTS else COLUMN_NAMES)[: len(parts)] \
+        if len(parts) > 1 else ("texts",)
     texts = [_string_tensor(p, n, batched, fail, where) for p, n in zip(parts, names)]
     ranks = [tf.TensorShape(t.shape).rank for t in texts]  # (KerasTensor: a tuple)
     for text, name, rank in zip(texts, names, ranks):
@@ -166,7 +181,8 @@ def _texts(x, batched, where):
             raise fail(f"{name} must be {'' if batched else 'a string or '}a batch of strings "
                        f"[batch], got shape {shape}")
     if len(set(ranks)) > 1:
-        raise fail("segments must be all strings or all batches, got shapes "
+        raise fail(f"{'segments' if form == TEXTS else 'columns'} must be all strings or all "
+                   "batches, got shapes "
                    + ", ".join(f"{n}: {_shape(t)}" for n, t in zip(names, texts)))
     if ranks[0] == 0 or isinstance(texts[0], keras.KerasTensor):
         return tuple(texts)

@@ -33,12 +33,13 @@ class BertTokenClassifierPreprocessor(keras.layers.Layer, RawInputReader):
     Example:
 
     >>> import tensorflow as tf
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "is", "big", "##gest"]
-    >>> preprocessor = BertTokenClassifierPreprocessor(vocab, seq_length=7)
+    >>> from keras_bert import BertTokenizer
+    >>> tokenizer = BertTokenizer.from_preset("tiny_random")
+    >>> preprocessor = BertTokenClassifierPreprocessor(tokenizer, seq_length=7)
     >>> x, y, w = preprocessor(tf.ragged.constant([["Paris", "is", "biggest"]]),
     ...                        tf.ragged.constant([[1, 0, 2]]))
     >>> x["input_word_ids"].numpy(), y.numpy(), w.numpy()
-    (array([[2, 5, 6, 7, 8, 3, 0]], dtype=int32), array([[0, 1, 0, 2, 0, 0, 0]], dtype=int32), array([[0., 1., 1., 1., 0., 0., 0.]], dtype=float32))
+    (array([[ 2, 70, 17, 73, 87,  3,  0]], dtype=int32), array([[0, 1, 0, 2, 0, 0, 0]], dtype=int32), array([[0., 1., 1., 1., 0., 0., 0.]], dtype=float32))
     >>> preprocessor.first_piece_positions(tf.ragged.constant([["Paris", "is", "biggest"]]))
     <tf.RaggedTensor [[1, 2, 3]]>
     """

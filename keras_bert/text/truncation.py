@@ -33,10 +33,10 @@ class TruncationWarning(UserWarning):
 
     >>> import warnings
     >>> from keras_bert import BertPreprocessor
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+    >>> preprocessor = BertPreprocessor.from_preset("tiny_random", seq_length=4)
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     _ = BertPreprocessor(vocab, seq_length=4)(["a b a b", "a"])
+    ...     _ = preprocessor(["a great dull movie", "dull"])
     >>> len(caught), str(caught[0].message).split(" (")[0]
     (1, 'BertPreprocessor: 1 of 2 texts were longer than seq_length=4 tokens and were cut to fit')
     """

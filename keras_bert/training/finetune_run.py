@@ -3,7 +3,8 @@
 `fine_tune` compiles with `create_optimizer` sized to the run (AdamW, warm-up, linear decay
 to 0, clipping at 1.0), trains with Keras' progress bars and, with a ``model_dir``, writes
 a checkpoint per epoch and TensorBoard logs there. `scores` gives accuracy and F1 /
-Matthews correlation for classification, Pearson and Spearman for regression. Every
+Matthews correlation for classification, Pearson and Spearman for regression, and for a
+text embedder (`retrieval_scores`) how well each anchor finds its own positive. Every
 output goes through `keras_bert.storage`, so ``model_dir`` may be local or ``gs://...``.
 """
 
@@ -16,7 +17,7 @@ import keras
 import numpy as np
 
 from keras_bert import storage
-from keras_bert.models import BertClassifier, BertTokenClassifier
+from keras_bert.models import BertClassifier, BertTextEmbedder, BertTokenClassifier
 from keras_bert.optimizers.optimization import create_optimizer
 from keras_bert.text.packer import min_seq_length
 
@@ -121,10 +122,28 @@ def _num_examples(x):
     return len(x)
 
 
+def retrieval_scores(model, anchors, positives, batch_size=64):
+    """How well a text embedder finds each anchor's own positive among all the positives:
+    ``recall@1``, ``recall@10`` and ``mrr@10`` (the mean of 1 / its rank in the first 10, 0
+    beyond), and the in-batch negatives ``loss`` of the pairs (in batches of
+    ``batch_size``)."""
+    hits = model.search(list(anchors), list(positives), top_k=10, batch_size=batch_size)
+    ranks = [next((r for r, hit in enumerate(row) if hit["corpus_id"] == i), None)
+             for i, row in enumerate(hits)]
+    return {"recall@1": float(np.mean([r == 0 for r in ranks])),
+            "recall@10": float(np.mean([r is not None for r in ranks])),
+            "mrr@10": float(np.mean([0.0 if r is None else 1.0 / (r + 1) for r in ranks])),
+            "loss": float(model.evaluate((list(anchors), list(positives)),
+                                         batch_size=batch_size, verbose=0))}
+
+
 def scores(model, x, y, batch_size=64):
     """The task's scores on labelled examples: ``accuracy`` (+ ``f1`` for two classes, and
     ``matthews_corrcoef``) for classification and multiple choice; ``pearson``, ``spearman``
-    and ``mse`` for regression (``num_classes == 1``); word ``accuracy`` for tagging."""
+    and ``mse`` for regression (``num_classes == 1``); word ``accuracy`` for tagging; for a
+    text embedder, `retrieval_scores` of ``x``'s anchors and positives (no ``y``)."""
+    if isinstance(model, BertTextEmbedder):
+        return retrieval_scores(model, x[0], x[1], batch_size=batch_size)
     if hasattr(model, "predict_words"):
         predicted = [tag for row in model.predict_words(x, batch_size=batch_size) for tag in row]
         gold = [tag for row in y for tag in row]
@@ -201,7 +220,8 @@ def check_seq_length(model, examples, flag="seq_length"):
     of each text of ``examples`` and a [SEP] after each: 3 for single texts, 5 for pairs
     (multiple choice packs a context with each choice)."""
     seq_length = getattr(model.preprocessor, "seq_length", None)
-    segments = 1 if examples.texts_b is None else 2
+    # (an embedder packs each text of its columns alone)
+    segments = 1 if examples.texts_b is None or isinstance(model, BertTextEmbedder) else 2
     if seq_length is not None and seq_length < min_seq_length(segments):
         kind = "text pairs: [CLS] a [SEP] b [SEP]" if segments == 2 else "texts: [CLS] a [SEP]"
         raise ValueError(f"{flag}={seq_length} is too short for {kind} needs at least "
@@ -236,8 +256,11 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio
     check_seq_length(model, train)
     validation = splits.get("validation")
     validation_data = None
+    labelled = not isinstance(model, BertTextEmbedder)  # (an embedder's pairs are its labels)
     if validation is not None and validation.labels is not None:
         validation_data = (validation.x, validation.labels)
+    elif validation is not None and not labelled:
+        validation_data = (validation.x,)
     history = fine_tune(model, train.x, train.labels, validation_data=validation_data,
                         batch_size=batch_size, epochs=epochs, learning_rate=learning_rate,
                         warmup_ratio=warmup_ratio, model_dir=model_dir, jit_compile=jit_compile,
@@ -248,11 +271,11 @@ def run(model, splits, batch_size=32, epochs=3, learning_rate=None, warmup_ratio
         metrics["label_names"] = model.label_names
     for name in ("validation", "test"):
         examples = splits.get(name)
-        if examples is not None and examples.labels is not None:
+        if examples is not None and (examples.labels is not None or not labelled):
             metrics.update({f"{name}_{k}": v for k, v in
                             scores(model, examples.x, examples.labels).items()})
     if model_dir:
-        if splits.get("test") is not None:
+        if splits.get("test") is not None and labelled:
             write_predictions(model, splits["test"], os.path.join(model_dir,
                                                                   "test_predictions.jsonl"))
         save_model(model, model_dir, include_optimizer=save_optimizer_state)

@@ -62,11 +62,9 @@ class PretrainingLoop:
     >>> import numpy as np
     >>> import keras_bert
     >>> from keras_bert.training import create_optimizer
-    >>> encoder = keras_bert.BertEncoder(keras_bert.BertConfig(
-    ...     vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-    ...     intermediate_size=16))
-    >>> loop = PretrainingLoop(keras_bert.BertPretrainer(encoder),
-    ...                        create_optimizer(1e-3, num_train_steps=10), global_batch_size=2)
+    >>> model = keras_bert.BertPretrainer.from_preset("tiny_random", preprocessor=None)
+    >>> loop = PretrainingLoop(model, create_optimizer(1e-3, num_train_steps=10),
+    ...                        global_batch_size=2)
     >>> ids = np.array([[2, 7, 4, 3, 9, 3], [2, 5, 6, 3, 8, 3]], "int32")
     >>> batch = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
     ...          "input_type_ids": np.array([[0, 0, 0, 0, 1, 1]] * 2),

@@ -38,7 +38,9 @@ def test_a_preset_on_a_gfile_path_loads(tmp_path, fmt):
 
 
 def test_the_table_lists_every_format_in_detection_order(tmp_path):
-    assert list(FORMATS) == ["keras_bert", "google", "keras_hub", "huggingface"]
+    # (a sentence-transformers model is a Hugging Face checkpoint and more: recognised first)
+    assert list(FORMATS) == ["keras_bert", "google", "keras_hub", "sentence_transformers",
+                             "huggingface"]
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(CheckpointError, match=r"is not a BERT checkpoint directory.*notes\.txt"):
         detect_format(str(tmp_path))
@@ -46,7 +48,7 @@ def test_the_table_lists_every_format_in_detection_order(tmp_path):
         detect_format(str(tmp_path / "notes.txt"))
 
 
-@pytest.mark.parametrize("fmt", ["keras_bert", "google", "huggingface"])
+@pytest.mark.parametrize("fmt", ["keras_bert", "google", "huggingface", "sentence_transformers"])
 def test_every_writer_writes_to_a_gfile_path_and_nothing_locally(tmp_path, monkeypatch, fmt):
     """The writers themselves go through keras_bert.storage: straight to ram:// (gs://)."""
     from keras_bert import storage
@@ -62,6 +64,10 @@ def test_every_writer_writes_to_a_gfile_path_and_nothing_locally(tmp_path, monke
         if fmt == "keras_bert":
             keras_bert_layout.write(ram, encoder.bert_config, encoder.get_canonical_weights(),
                          vocab_path=vocab, do_lower_case=True)
+        elif fmt == "sentence_transformers":
+            FORMATS[fmt].write(ram, encoder.bert_config, encoder.get_canonical_weights(),
+                               FORMATS[fmt].default_description(), vocab_path=vocab,
+                               do_lower_case=True)
         else:
             FORMATS[fmt].write_directory(ram, encoder.bert_config,
                                          encoder.get_canonical_weights(), vocab_path=vocab)

@@ -47,6 +47,20 @@ def test_regression_labels(tmp_path):
         read_examples(bad, "a", "b", "score", label_type="float")
 
 
+def test_a_third_column_of_texts_for_an_embedder_s_negatives(tmp_path):
+    path = _write(tmp_path, "t.jsonl", "".join(json.dumps(r) + "\n" for r in [
+        {"anchor": "a cat", "positive": "the cat", "negative": "a dog"},
+        {"anchor": "paris", "positive": "london", "negative": "red"}]))
+    examples = read_examples(path, "anchor", "positive", text_c_column="negative")
+    assert examples.texts_c == ["a dog", "red"] and examples.labels is None
+    assert examples.x == (["a cat", "paris"], ["the cat", "london"], ["a dog", "red"])
+    with pytest.raises(DataFileError, match=r"t.jsonl: no column 'hard'"):
+        read_examples(path, "anchor", "positive", text_c_column="hard")
+    with pytest.raises(ValueError, match=r"text_c_column is a third column of texts: give "
+                                         r"text_b_column too"):
+        read_examples(path, "anchor", text_c_column="negative")
+
+
 def test_no_label_column_for_test_files(tmp_path):
     examples = read_examples(_write(tmp_path, "test.tsv", "id\tsentence\n1\thello\n"),
                              "sentence")

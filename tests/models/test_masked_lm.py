@@ -1,10 +1,12 @@
-"""BertMaskedLM: the head at masked positions only, tied decoder, loss."""
+"""BertMaskedLM: the head at masked positions only, tied decoder, loss, and the task contract
+(tests/task_harness.py)."""
 
 import keras
 import numpy as np
 
 from keras_bert import BertMaskedLM, BertMaskedLMPreprocessor
 from keras_bert.training import AdamW
+from tests.task_harness import check_task
 from tiny import VOCAB, tiny_encoder  # tests/models/tiny.py
 
 TEXTS = ["the cat sat", "the dog ran", "paris is red", "london is blue"] * 4
@@ -43,7 +45,7 @@ def test_logits_only_at_masked_positions_and_match_a_reference():
     np.testing.assert_allclose(logits, want, atol=1e-4)
 
 
-def test_masked_lm_fits_raw_text_with_dynamic_masks(tmp_path):
+def test_masked_lm_fits_raw_text_with_dynamic_masks():
     keras.utils.set_random_seed(0)
     preprocessor = BertMaskedLMPreprocessor(VOCAB, seq_length=8, max_predictions_per_seq=3,
                                             seed=1)
@@ -56,9 +58,12 @@ def test_masked_lm_fits_raw_text_with_dynamic_masks(tmp_path):
     x2, _, _ = preprocessor(TEXTS[:4])
     assert not np.array_equal(x1["masked_lm_positions"], x2["masked_lm_positions"]) or \
         not np.array_equal(x1["input_word_ids"], x2["input_word_ids"])
-    model.save(tmp_path / "mlm.keras")
-    loaded = keras.saving.load_model(tmp_path / "mlm.keras")
-    x = {k: v.numpy() for k, v in x1.items()}
-    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
-                               atol=1e-6)
-    assert loaded.mlm_head.decoder_table is loaded.encoder.word_embeddings
+
+
+def test_task_contract_and_the_tie_after_loading(tmp_path):
+    """Raw text is masked at random, so outputs are compared on inputs masked once.
+    fit=False: test_masked_lm_fits_raw_text_with_dynamic_masks fits on raw text."""
+    check = check_task(BertMaskedLM, TEXTS[:4], tmp_path=tmp_path, raw_predict=False, fit=False,
+                       output_shape=(4, 3, 92), seq_length=8, max_predictions_per_seq=3)
+    for model in (check.model, check.keras_loaded, check.preset_loaded, check.bare):
+        assert model.mlm_head.decoder_table is model.encoder.word_embeddings

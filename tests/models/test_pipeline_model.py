@@ -311,3 +311,19 @@ def test_a_tagger_warns_once_for_its_words():
     words = [w.split() for w in LONG]
     got = _cut_warnings(lambda: model.predict_words(words))
     assert len(got) == 1 and got[0].startswith("BertTokenClassifier.predict(): 2 of 5 texts")
+
+
+def test_predict_packs_with_a_preprocessor_set_after_a_first_predict():
+    """``model.preprocessor = ...`` (what the truncation warning advises) takes effect at once:
+    predict does not keep packing with the preprocessor it traced first."""
+    model = keras_bert.BertClassifier(
+        tiny_encoder(seed=0, initializer_range=0.2), num_classes=2,
+        preprocessor=keras_bert.BertPreprocessor(VOCAB, seq_length=32))
+    long_text = [TEXTS[-1]]
+    full = model.predict(long_text, verbose=0)
+    model.preprocessor = keras_bert.BertPreprocessor(VOCAB, seq_length=4)
+    with pytest.warns(UserWarning, match="longer than seq_length=4 tokens"):
+        cut = model.predict(long_text, verbose=0)
+    assert np.abs(cut - full).max() > 1e-3
+    packed = {k: v.numpy() for k, v in model.preprocessor(long_text).items()}
+    np.testing.assert_allclose(cut, model.predict(packed, verbose=0), atol=1e-6)

@@ -1,18 +1,20 @@
-"""BertPretrainer: masked LM and next sentence, losses, round trip, the last block at the
-masked positions only."""
+"""BertPretrainer: masked LM and next sentence, losses, the last block at the masked positions
+only, and the task contract (tests/task_harness.py)."""
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from keras_bert import BertPretrainer, BertPretrainerPreprocessor
+from keras_bert.presets import tiny_random
 from keras_bert.training import AdamW
+from tests.task_harness import check_task
 from tiny import VOCAB, feed_forward_rows, tiny_encoder  # tests/models/tiny.py
 
 TEXTS = ["the cat sat", "the dog ran", "paris is red", "london is blue"] * 4
 
 
-def test_pretrainer_outputs_losses_and_round_trip(tmp_path):
+def test_pretrainer_outputs_and_losses():
     keras.utils.set_random_seed(0)
     preprocessor = BertPretrainerPreprocessor(VOCAB, seq_length=12, max_predictions_per_seq=3,
                                               seed=2)
@@ -26,13 +28,20 @@ def test_pretrainer_outputs_losses_and_round_trip(tmp_path):
     assert out["mlm_logits"].shape == (8, 3, len(VOCAB)) and out["nsp_logits"].shape == (8, 2)
     names = set(model.head_variables())
     assert {"cls/predictions/output_bias", "cls/seq_relationship/output_weights"} <= names
-    model.save(tmp_path / "pre.keras")
-    loaded = keras.saving.load_model(tmp_path / "pre.keras")
-    x = {k: v.numpy() for k, v in preprocessor((tf.constant(a), tf.constant(b))).items()}
-    want = model.predict(x, verbose=0)
-    got = loaded.predict(x, verbose=0)
-    for key in want:
-        np.testing.assert_allclose(got[key], want[key], atol=1e-6)
+
+
+def test_task_contract_with_the_preset_s_heads(tmp_path):
+    """Raw pairs are masked at random, so outputs are compared on inputs masked once. The
+    preset's cls/ heads are the ones loaded (tiny_random has them, as Google's do).
+    fit=False: test_pretrainer_outputs_and_losses fits on raw pairs."""
+    a, b = TEXTS[:4], TEXTS[1:5]
+    check_task(BertPretrainer, (a, b), np.array([0, 1, 0, 1]), tmp_path=tmp_path, fit=False,
+               raw_predict=False, output_shape={"mlm_logits": (4, 3, 92), "nsp_logits": (4, 2)},
+               seq_length=12, max_predictions_per_seq=3)
+    heads = BertPretrainer.from_preset("tiny_random", preprocessor=None).head_variables()
+    want = tiny_random.weights()
+    for name in ("cls/predictions/output_bias", "cls/seq_relationship/output_bias"):
+        np.testing.assert_array_equal(heads[name][0].numpy(), want[name], err_msg=name)
 
 
 def test_last_block_runs_at_the_masked_positions_only_with_the_full_gradients():

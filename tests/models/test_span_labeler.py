@@ -1,4 +1,5 @@
-"""BertSpanLabeler: start/end logits, the original loss, raw (question, context) pairs."""
+"""BertSpanLabeler: start/end logits, the original loss, raw (question, context) pairs, and the
+task contract (tests/task_harness.py)."""
 
 import keras
 import numpy as np
@@ -7,6 +8,7 @@ import tensorflow as tf
 
 from keras_bert import BertPreprocessor, BertSpanLabeler
 from keras_bert.training import AdamW
+from tests.task_harness import check_task
 from tiny import VOCAB, tiny_encoder  # tests/models/tiny.py
 
 
@@ -32,7 +34,7 @@ def test_loss_is_the_mean_of_start_and_end_cross_entropy(model):
     assert got == pytest.approx(want, rel=1e-5)
 
 
-def test_learns_positions_and_takes_raw_pairs(model, tmp_path):
+def test_learns_positions_and_takes_raw_pairs(model):
     questions, contexts = ["who sat", "who ran"] * 4, ["the cat sat", "the dog ran"] * 4
     # [CLS] who sat [SEP] the cat sat [SEP]: the answer "cat" is token 5.
     y = {"start_logits": np.full(8, 5), "end_logits": np.full(8, 5)}
@@ -45,10 +47,14 @@ def test_learns_positions_and_takes_raw_pairs(model, tmp_path):
     out = model.predict((questions, contexts), verbose=0)
     assert out["start_logits"].shape == (8, 16)
     assert (out["start_logits"].argmax(-1) == 5).all()
-    model.save(tmp_path / "span.keras")
-    loaded = keras.saving.load_model(tmp_path / "span.keras")
-    again = loaded.predict((questions, contexts), verbose=0)
-    np.testing.assert_allclose(again["end_logits"], out["end_logits"], atol=1e-6)
+
+
+def test_task_contract(tmp_path):
+    questions, contexts = ["who sat", "who ran", "what is big"], ["the cat sat", "he ran home",
+                                                                 "paris is big"]
+    spans = {"start_logits": np.array([5, 4, 5]), "end_logits": np.array([5, 4, 5])}  # cat he paris
+    check_task(BertSpanLabeler, (questions, contexts), spans, tmp_path=tmp_path,
+               output_shape={"start_logits": (3, 16), "end_logits": (3, 16)}, seq_length=16)
 
 
 def test_a_preprocessor_too_short_for_pairs_is_refused():

@@ -10,8 +10,7 @@ import tensorflow as tf
 from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.checks import TaskInputError
 from keras_bert.training import AdamW, LinearWarmupDecay
-from tests import keras_files
-from tiny import NEGATIVE, POSITIVE, VOCAB, feed_forward_rows, tiny_encoder  # tests/models/tiny.py
+from tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder  # tests/models/tiny.py
 
 TEXTS = POSITIVE + NEGATIVE
 LABELS = np.array([1] * len(POSITIVE) + [0] * len(NEGATIVE))
@@ -26,15 +25,6 @@ def model():
 
 def _packed(model, texts):
     return {k: v.numpy() for k, v in model.preprocessor(tf.constant(texts)).items()}
-
-
-def test_last_block_computes_only_the_cls_row(model):
-    """The head reads the pooled output alone, so the last block runs on [CLS] only; the
-    logits are those of the full encoder's pooled output."""
-    x = _packed(model, ["a great movie", "dull"])
-    assert feed_forward_rows(model, x) == [2 * 16, 2]  # block 0: every token; block 1: [CLS]
-    pooled = model.encoder(x)["pooled_output"]
-    np.testing.assert_allclose(model(x), model.logits(pooled), atol=1e-6)
 
 
 @pytest.mark.parametrize("form", ["list", "numpy_str", "numpy_object", "pandas", "tensor",
@@ -129,29 +119,6 @@ def test_predict_does_not_retrace(model):
             model.predict_function.experimental_get_tracing_count()) == traces
 
 
-def test_keras_round_trip_keeps_raw_text_predictions(model, tmp_path):
-    model.fit(TEXTS, LABELS, epochs=2, batch_size=4, verbose=0)
-    want = model.predict(TEXTS, verbose=0)
-    model.save(tmp_path / "model.keras")
-    # The vocabulary travels as the tokenizer's asset, not in config.json.
-    assert keras_files.assert_vocabulary_is_an_asset(tmp_path / "model.keras", VOCAB) == [
-        "assets/preprocessor/tokenizer/vocabulary.txt"]
-    loaded = keras.saving.load_model(tmp_path / "model.keras")
-    assert isinstance(loaded, BertClassifier) and loaded.num_classes == 2
-    assert loaded.preprocessor.tokenizer.get_vocabulary() == VOCAB
-    np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), want, atol=1e-6)
-    assert int(loaded.optimizer.iterations) == int(model.optimizer.iterations)
-    loaded.fit(TEXTS, LABELS, epochs=1, verbose=0)  # trains on after loading
-
-
-def test_config_round_trip(model):
-    config = model.get_config()
-    again = BertClassifier.from_config(config)
-    assert again.get_config()["num_classes"] == 2
-    assert again.encoder.bert_config == model.encoder.bert_config
-    assert again.preprocessor.seq_length == 16
-
-
 @pytest.mark.parametrize("x, y, message", [
     (TEXTS[:2], [0, 2], r"label 1 is 2, outside \[0, 2\)"),
     (TEXTS[:2], [0, -1], r"label 1 is -1, outside"),
@@ -178,20 +145,6 @@ def test_unbatched_dataset_is_refused(model):
     ds = tf.data.Dataset.from_tensor_slices((TEXTS[:4], [0, 1, 0, 1]))
     with pytest.raises(TaskInputError, match="must be batched"):
         model.fit(ds, verbose=0)
-
-
-def test_regression(tmp_path):
-    keras.utils.set_random_seed(1)
-    model = BertClassifier(tiny_encoder(), num_classes=1,
-                           preprocessor=BertPreprocessor(VOCAB, seq_length=16))
-    scores = np.linspace(-1, 1, len(TEXTS)).astype("float32")
-    history = model.fit(TEXTS, scores, epochs=5, batch_size=4, verbose=0)
-    assert set(history.history) == {"loss", "mae"}
-    assert model.predict(TEXTS, verbose=0).shape == (len(TEXTS), 1)
-    with pytest.raises(TaskInputError, match="not a number"):
-        model.fit(TEXTS[:2], ["high", "low"], verbose=0)
-    with pytest.raises(TaskInputError, match="finite numbers"):
-        model.fit(TEXTS[:2], [0.5, float("nan")], verbose=0)
 
 
 def test_preprocessor_that_does_not_fit_the_encoder():

@@ -1,4 +1,5 @@
-"""BertTokenClassifier: word labels on first pieces, ignored pieces, predict_words, saving."""
+"""BertTokenClassifier: word labels on first pieces, ignored pieces, predict_words, and the
+task contract (tests/task_harness.py)."""
 
 import keras
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 from keras_bert import BertTokenClassifier, BertTokenClassifierPreprocessor
 from keras_bert.checks import TaskInputError
 from keras_bert.training import AdamW
+from tests.task_harness import check_task
 from tiny import VOCAB, tiny_encoder  # tests/models/tiny.py
 
 # Tags: 0 other, 1 city, 2 animal.
@@ -49,13 +51,14 @@ def test_texts_split_on_whitespace_equal_word_lists(model):
     np.testing.assert_allclose(a, model.predict(WORDS, verbose=0), atol=1e-6)
 
 
-def test_round_trip(model, tmp_path):
-    model.fit(WORDS, TAGS, epochs=2, verbose=0)
-    want = model.predict(WORDS, verbose=0)
-    model.save(tmp_path / "tagger.keras")
-    loaded = keras.saving.load_model(tmp_path / "tagger.keras")
-    np.testing.assert_allclose(loaded.predict(WORDS, verbose=0), want, atol=1e-6)
-    assert loaded.predict_words(WORDS[:1]) == model.predict_words(WORDS[:1])
+def test_task_contract_and_word_predictions_after_loading(tmp_path):
+    """fit=False: test_learns_word_tags_and_predicts_per_word fits on raw words."""
+    check = check_task(BertTokenClassifier, WORDS, TAGS, tmp_path=tmp_path, fit=False,
+                       output_shape=(6, 12, 3), num_classes=3, seq_length=12)
+    want = check.model.predict_words(WORDS)
+    assert [len(tags) for tags in want] == [len(words) for words in WORDS]
+    assert check.keras_loaded.predict_words(WORDS) == want
+    assert check.preset_loaded.predict_words(WORDS) == want
 
 
 @pytest.mark.parametrize("words, tags, error, message", [

@@ -119,6 +119,35 @@ def test_hf_handle_downloads_once_and_gives_the_directory_outputs(hf_hub, hf_dir
     assert len(hf_hub.requests) == 9
 
 
+def test_hf_sentence_transformers_model_brings_its_modules(tmp_path, monkeypatch, cache):
+    """An hf:// sentence-transformers model: its modules come along and the converted copy
+    keeps them, so the embedder gives what the directory gives, sentence-transformers'."""
+    from keras_bert import BertTextEmbedder
+    from tests.st_models import TEXTS, st_encode, write_st_model
+
+    directory = write_st_model(tmp_path / "tiny-st", pooling=("cls", "mean"),
+                               dense=[(8, "Tanh")], prompts={"query": "q: "})
+    hub = hubs.HfHub("org/tiny-st", hubs.files_of(directory), commit=COMMIT)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    try:
+        got = BertTextEmbedder.from_preset("hf://org/tiny-st")
+        fetched = sorted(p.split(f"/resolve/{COMMIT}/", 1)[1] for m, p in hub.requests
+                         if m == "GET" and "/resolve/" in p)
+    finally:
+        hub.close()
+    assert {"modules.json", "1_Pooling/config.json", "2_Dense/model.safetensors",
+            "sentence_bert_config.json", "config_sentence_transformers.json"} <= set(fetched)
+    assert not any(name.endswith("README.md") for name in fetched)
+    want = BertTextEmbedder.from_preset(str(directory))
+    assert (got.pooling, got.dense, got.prompts["query"], got.preprocessor.seq_length) == (
+        ["cls", "mean"], [{"units": 8, "activation": "tanh", "use_bias": True}], "q: ", 32)
+    np.testing.assert_allclose(got.predict(TEXTS, verbose=0), want.predict(TEXTS, verbose=0),
+                               atol=1e-6)
+    np.testing.assert_allclose(got.predict(TEXTS, verbose=0), st_encode(directory, TEXTS),
+                               atol=1e-5)
+    assert load_preset("hf://org/tiny-st").format == "keras_bert"  # the cache's copy
+
+
 def test_hf_repository_in_keras_hub_layout(keras_hub_dir, monkeypatch, cache):
     hub = hubs.HfHub("keras/bert_tiny_test", hubs.files_of(keras_hub_dir))
     monkeypatch.setenv("HF_ENDPOINT", hub.url)

@@ -161,9 +161,9 @@ def test_a_save_replacing_files_one_by_one_is_refused_until_it_is_complete(
 
 
 def test_the_saver_writes_the_formats_of_its_table_and_refuses_others(tmp_path):
-    assert list(WRITERS) == ["keras_bert"]
+    assert list(WRITERS) == ["keras_bert", "sentence_transformers"]
     with pytest.raises(ValueError, match=r"Unknown preset format 'onnx'; presets are saved in "
-                                         r"'keras_bert'\."):
+                                         r"'keras_bert', 'sentence_transformers'\."):
         PresetSaver(tmp_path, format="onnx")
     encoder = tiny_encoder()
     (tmp_path / "file").write_text("x")

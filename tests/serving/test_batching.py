@@ -58,8 +58,8 @@ def _clients(batcher, requests):
 def batchers():
     made = []
 
-    def make(run, **options):
-        made.append(Batcher(run, BatchingOptions(**options)))
+    def make(run, merge=True, **options):
+        made.append(Batcher(run, BatchingOptions(**options), merge=merge))
         return made[-1]
 
     yield make
@@ -266,3 +266,153 @@ def test_stop_answers_queued_requests_unavailable(batchers):
 def test_bad_options_are_named(options, match):
     with pytest.raises(ValueError, match=match):
         BatchingOptions(**options)
+
+
+# ---- the queue of requests that run alone, deadlines, clients gone, slices, token budget ---
+def _wait_queued(batcher, count):
+    deadline = time.monotonic() + WAIT
+    while len(batcher._queue) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(batcher._queue) >= count
+
+
+def _queue(batchers, run, threads=1, queued=2):
+    return batchers(run, max_batch_size=2**31 - 1, num_batch_threads=threads,
+                    max_enqueued_batches=queued, group_by_length=False, merge=False)
+
+
+def test_without_merging_each_request_runs_alone_and_a_full_queue_is_refused_at_once(batchers):
+    run = Recorder(hold=True)
+    queue = _queue(batchers, run, threads=1, queued=2)
+    running = threading.Thread(target=queue.submit, args=({"x": np.arange(3)},),
+                               kwargs={"timeout": WAIT})
+    running.start()
+    assert run.started.wait(WAIT)
+    waiting = [threading.Thread(target=queue.submit, args=({"x": np.arange(i + 1)},),
+                                kwargs={"timeout": WAIT}) for i in range(2)]
+    for thread in waiting:
+        thread.start()
+    _wait_queued(queue, 2)
+    with pytest.raises(ServingError, match=r"the server is busy: 2 requests wait for .* "
+                                           r"\(--max_enqueued_requests=2\)") as error:
+        queue.submit({"x": np.arange(1)}, timeout=WAIT)
+    assert error.value.code == "RESOURCE_EXHAUSTED"
+    run.release.set()
+    for thread in [running, *waiting]:
+        thread.join(WAIT)
+    assert sorted(run.sizes) == [1, 2, 3]  # never merged
+
+
+def test_a_request_whose_client_left_or_whose_deadline_passed_never_runs(batchers):
+    run = Recorder(hold=True)
+    queue = _queue(batchers, run, threads=1, queued=8)
+    threading.Thread(target=queue.submit, args=({"x": np.arange(1)},),
+                     kwargs={"timeout": WAIT}, daemon=True).start()
+    assert run.started.wait(WAIT)  # the only thread is busy
+    client_here = threading.Event()
+    client_here.set()
+    errors = {}
+
+    def submit(name, **kwargs):
+        try:
+            queue.submit({"x": np.array([7])}, **kwargs)
+        except ServingError as error:
+            errors[name] = error
+
+    gone = threading.Thread(target=submit, args=("gone",),
+                            kwargs={"timeout": WAIT, "alive": client_here.is_set})
+    late = threading.Thread(target=submit, args=("late",), kwargs={"timeout": 0.05})
+    for thread in (gone, late):
+        thread.start()
+    late.join(WAIT)  # its deadline passed while it waited: answered at its deadline
+    client_here.clear()  # the other client hangs up
+    run.release.set()
+    gone.join(WAIT)
+    assert errors["late"].code == "DEADLINE_EXCEEDED"
+    assert errors["gone"].code == "CANCELLED" and "the client has gone" in errors["gone"].message
+    assert run.sizes == [1]  # neither ran: only the first request was computed
+    assert queue.dropped == 2
+
+
+def test_a_full_queue_first_drops_the_requests_nobody_waits_for(batchers):
+    run = Recorder(hold=True)
+    queue = _queue(batchers, run, threads=1, queued=1)
+    threading.Thread(target=queue.submit, args=({"x": np.arange(1)},),
+                     kwargs={"timeout": WAIT}, daemon=True).start()
+    assert run.started.wait(WAIT)
+    here = threading.Event()
+    here.set()
+    threading.Thread(target=lambda: pytest.raises(ServingError, queue.submit,
+                                                  {"x": np.arange(2)}, timeout=WAIT,
+                                                  alive=here.is_set), daemon=True).start()
+    _wait_queued(queue, 1)
+    here.clear()  # its client left: its place is free for the next request
+    answer = []
+    served = threading.Thread(target=lambda: answer.append(
+        queue.submit({"x": np.arange(4)}, timeout=WAIT)))
+    served.start()
+    _wait_queued(queue, 1)
+    run.release.set()
+    served.join(WAIT)
+    assert answer and answer[0]["n"].tolist() == [4] * 4
+    assert 2 not in run.sizes
+
+
+def test_a_long_request_runs_in_slices_and_stops_once_nobody_waits(batchers):
+    from keras_bert.serving.batching import SLICE_ROWS
+
+    calls, here, leaving = [], threading.Event(), threading.Event()
+    here.set()
+
+    def run(inputs):
+        calls.append(len(inputs["x"]))
+        if leaving.is_set() and len(calls) == 2:
+            here.clear()  # the client leaves during the second slice
+        return {"y": inputs["x"] * 10}
+
+    queue = _queue(batchers, run)
+    whole = queue.submit({"x": np.arange(3 * SLICE_ROWS + 5)}, timeout=WAIT)
+    assert calls == [SLICE_ROWS] * 3 + [5]
+    assert whole["y"].tolist() == (np.arange(3 * SLICE_ROWS + 5) * 10).tolist()
+    calls.clear()
+    leaving.set()
+    with pytest.raises(ServingError) as error:
+        queue.submit({"x": np.arange(10 * SLICE_ROWS)}, timeout=WAIT, alive=here.is_set)
+    assert error.value.code == "CANCELLED"
+    assert calls == [SLICE_ROWS] * 2  # stopped after the slice the client left in
+
+
+def test_a_token_budget_closes_a_batch_before_it_passes(batchers):
+    from keras_bert.serving.batching import estimated_tokens
+
+    calls, release = [], threading.Event()
+
+    def run(inputs):
+        calls.append(len(inputs["text"]))
+        assert release.wait(WAIT)
+        return _text_lengths(inputs)
+
+    # Texts of 38 bytes: 11 tokens each by the estimate; a budget of 40 tokens takes 3 rows
+    # (4 would be 44), while max_batch_size would take 8.
+    assert estimated_tokens(_texts(38)) == 11
+    batcher = batchers(run, max_batch_size=8, max_batch_tokens=40, group_by_length=False,
+                       num_batch_threads=1)
+    first = threading.Thread(target=batcher.submit, args=(_texts(38),), kwargs={"timeout": WAIT})
+    first.start()
+    deadline = time.monotonic() + WAIT
+    while not calls and time.monotonic() < deadline:  # the only thread is busy with it
+        time.sleep(0.01)
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(
+        batcher.submit(_texts(38), timeout=WAIT))) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    while batcher._queued_rows < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for thread in [first, *threads]:
+        thread.join(WAIT)
+    assert calls == [1, 3, 3]  # the six queued ones: two batches, closed by the budget
+    assert [a["y"].tolist() for a in answers] == [[38]] * 6
+    with pytest.raises(ValueError, match=r"max_batch_tokens must be an integer >= 0"):
+        BatchingOptions(max_batch_tokens=-1)

@@ -16,9 +16,16 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertPreprocessor
-from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer
+from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer, RequestLimits
 from keras_bert.serving.batching import length_class
-from tests.serving.clients import TIMEOUT, GrpcClient, outputs, run_concurrently, texts
+from tests.serving.clients import (
+    TIMEOUT,
+    GrpcClient,
+    outputs,
+    predict_request,
+    run_concurrently,
+    texts,
+)
 from tests.export.serving_models import SENTENCES, VOCAB, install_version
 
 
@@ -38,7 +45,9 @@ def bases(serving_models, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(bases):
-    with ModelServer(bases, grpc_port=0, max_request_batch=16, poll_wait_seconds=-1) as server:
+    limits = RequestLimits(max_request_batch=16, max_text_bytes=8000,
+                           max_request_bytes=64 * 1024)
+    with ModelServer(bases, grpc_port=0, limits=limits, poll_wait_seconds=-1) as server:
         yield server
 
 
@@ -118,6 +127,26 @@ def _ids(*shape, value=2):
     return np.full(shape, value, dtype=np.int32)
 
 
+def _declared_ids(shape):
+    """An int32 TensorProto with one value declaring `shape`."""
+    proto = tf.make_tensor_proto(np.int32(2))
+    for size in shape:
+        proto.tensor_shape.dim.add(size=size)
+    proto.ClearField("tensor_content")
+    proto.int_val[:] = [2]
+    return proto
+
+
+def _declared(values, shape):
+    """A string TensorProto carrying `values` but declaring `shape` (TensorFlow repeats the
+    last value to fill it, as TF Serving decodes it)."""
+    proto = tf.make_tensor_proto(texts(values))
+    del proto.tensor_shape.dim[:]
+    for size in shape:
+        proto.tensor_shape.dim.add(size=size)
+    return proto
+
+
 BAD_REQUESTS = {  # name: (request arguments, status code, message pattern)
     "unknown model": (("nope", {"text": texts(["a"])}), "NOT_FOUND",
                       r"Servable not found for request: Latest\(nope\)"),
@@ -151,6 +180,33 @@ BAD_REQUESTS = {  # name: (request arguments, status code, message pattern)
     "unknown output": (("sentiment", {"text": texts(["a"])}, "", None, None, ["scores"]),
                        "INVALID_ARGUMENT", r"output tensor alias not found in signature "
                        r"'serving_default': 'scores'"),
+    # Hostile requests: each refused before anything is decoded or run, naming the flag.
+    "one value declaring 5000 rows": (("sentiment", {"text": _declared(["a"], [5000])}),
+                                      "INVALID_ARGUMENT", r"^the request has a batch of 5000 "
+                                      r"rows; this server takes at most 16 per request "
+                                      r"\(--max_request_batch\)$"),
+    "a negative dimension": (("sentiment", {"text": _declared(["a"], [-5])}),
+                             "INVALID_ARGUMENT", r"^input 'text' declares the shape \[-5\] "
+                             r"with a negative dimension -5"),
+    "a dimension of 10**12": (("sentiment", {"text": _declared(["a"], [10**12])}),
+                              "INVALID_ARGUMENT", r"batch of 1000000000000 rows; .* at most "
+                              r"16 per request \(--max_request_batch\)"),
+    "ids declared [1, 10**9]": (("sentiment", {"input_word_ids": _declared_ids([1, 10**9]),
+                                               "input_mask": _ids(1, 4),
+                                               "input_type_ids": _ids(1, 4)}, "serving_ids"),
+                                "INVALID_ARGUMENT", r"input 'input_word_ids' \(shape \[1, "
+                                r"1000000000\]\) has 4000000000 bytes; .* "
+                                r"\(--max_request_bytes\); counted as TensorFlow expands it"),
+    "a text over the length limit": (("sentiment", {"text": texts(["x" * 8001])}),
+                                     "INVALID_ARGUMENT", r"^input 'text' at \[0\] is a string "
+                                     r"of 8001 bytes; this server takes at most 8000 bytes per "
+                                     r"string \(--max_text_bytes\)$"),
+    "a request over the byte limit": (("sentiment", {"text": texts(["x" * 5000] * 16)}),
+                                      "INVALID_ARGUMENT", r"^the request has 80\d\d\d bytes; "
+                                      r"this server takes at most 65536 bytes per request "
+                                      r"\(--max_request_bytes\)$"),
+    "a message over twice the byte limit": (("sentiment", {"text": texts(["x" * 8000] * 17)}),
+                                            "RESOURCE_EXHAUSTED", r"larger than max"),
 }
 
 
@@ -264,3 +320,25 @@ def test_a_version_dropped_in_under_load_takes_over_with_no_failed_request(
     for version, got in seen:  # each answer is the one of the version it names
         _close(got, serving_models[f"sentiment_v{version}"][1])
     assert old.state in ("UNLOADING", "END")
+
+
+def test_a_request_whose_deadline_passed_stops_between_slices(bases):
+    """A 100,000-text request with a 0.3 s deadline: the client gets DEADLINE_EXCEEDED, and
+    the server stops computing it between two of its 1,563 slices of 64 rows, instead of
+    computing the rest (seconds of work) for nobody."""
+    limits = RequestLimits(max_request_batch=100_000)
+    with ModelServer(bases, grpc_port=0, limits=limits, num_request_threads=1,
+                     poll_wait_seconds=-1) as server:
+        client = GrpcClient(server.grpc_address)
+        with pytest.raises(grpc.RpcError) as error:
+            client.prediction.Predict(predict_request(
+                "sentiment", {"text": texts(SENTENCES * 12_500)}), timeout=0.3)
+        assert error.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        servable = server.manager.resolve("sentiment")
+        deadline = time.monotonic() + TIMEOUT
+        while not servable._queues["serving_default"].dropped and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert servable._queues["serving_default"].dropped == 1
+        assert _calls(server) < 1563
+        assert client.predict("sentiment", {"text": texts(["still serving"])}).outputs
+        client.close()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertPreprocessor
-from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer
+from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer, RequestLimits
 from tests.serving.clients import TIMEOUT, http, run_concurrently
 from tests.export.serving_models import SENTENCES, VOCAB, install_version
 
@@ -24,7 +24,9 @@ def server(serving_models, tmp_path_factory):
     models = [ModelConfig("sentiment", str(root / "sentiment"), version_labels=(("stable", 1),)),
               ModelConfig("topics", str(root / "topics"))]
     batching = BatchingOptions(max_batch_size=16, batch_timeout_micros=1000)
-    with ModelServer(models, grpc_port=0, rest_api_port=0, batching=batching,
+    limits = RequestLimits(max_request_bytes=64 * 1024, max_request_batch=1024,
+                           max_text_bytes=1000)
+    with ModelServer(models, grpc_port=0, rest_api_port=0, batching=batching, limits=limits,
                      poll_wait_seconds=-1) as server:
         yield server
 
@@ -183,6 +185,29 @@ BAD_REQUESTS = {  # name: (path, body (None: GET), HTTP status, message pattern)
     "malformed path": ("/v1/models/sentiment/versions/x:predict", {"instances": ["a"]}, 400,
                        r"Malformed request: POST /v1/models/sentiment/versions/x:predict"),
     "outside the API": ("/predict", {"instances": ["a"]}, 404, r"no such resource: POST"),
+    # Hostile requests: each refused before it is computed, naming the limit and its flag.
+    "JSON nested 1000 levels": ("/v1/models/sentiment:predict",
+                                b'{"instances": ' + b"[" * 1000 + b"]" * 1000 + b"}", 400,
+                                r"^the request body is JSON nested too deeply"),
+    "lists nested 40 levels": ("/v1/models/sentiment:predict",
+                               b'{"instances": ' + b"[" * 40 + b'"a"' + b"]" * 40 + b"}", 400,
+                               r"^input 'text' in 'instances': lists nested more than 32 "
+                               r"levels deep$"),
+    "more rows than the limit": ("/v1/models/sentiment:predict", {"instances": ["a"] * 1025},
+                                 400, r"^the request has a batch of 1025 rows; this server "
+                                 r"takes at most 1024 per request \(--max_request_batch\)$"),
+    "more columnar rows than the limit": ("/v1/models/sentiment:predict",
+                                          {"inputs": {"text": ["a"] * 1025}}, 400,
+                                          r"batch of 1025 rows; .*\(--max_request_batch\)$"),
+    "a text over the length limit": ("/v1/models/sentiment:predict",
+                                     {"instances": ["ok", "x" * 1001]}, 400,
+                                     r"^input 'text' at \[1\] is a string of 1001 bytes; this "
+                                     r"server takes at most 1000 bytes per string "
+                                     r"\(--max_text_bytes\)$"),
+    "a body over the byte limit": ("/v1/models/sentiment:predict",
+                                   {"instances": ["x" * 900] * 80}, 413,
+                                   r"^the request body has 7\d\d\d\d bytes; this server takes "
+                                   r"at most 65536 bytes per request \(--max_request_bytes\)$"),
 }
 
 
@@ -205,3 +230,141 @@ def test_output_strings_are_text_or_b64(server):
     assert rest_json.to_json(array, "words") == ["café", {"b64": "//4="}]
     assert rest_json.to_json(array[:1], "words_bytes") == [{"b64": "Y2Fmw6k="}]
     assert rest_json.to_json(np.float32([0.1, 1 / 3]), "p") == [0.1, 0.33333334]
+
+
+# ---- HTTP framing, on raw sockets ---------------------------------------------------------
+def _exchange(server, data, timeout=TIMEOUT):
+    """Sends `data` on a new connection; returns everything the server sent until it closed
+    the connection (a keep-alive connection is closed by the client after `timeout`)."""
+    import socket
+
+    host, port = server.rest_url[len("http://"):].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as connection:
+        connection.sendall(data)
+        received = b""
+        try:
+            while chunk := connection.recv(65536):
+                received += chunk
+        except socket.timeout:
+            pass
+    return received
+
+
+def _post(body, *headers):
+    head = [b"POST /v1/models/sentiment:predict HTTP/1.1", b"Host: test", *headers]
+    return b"\r\n".join(head) + b"\r\n\r\n" + body
+
+
+SMUGGLED = b"POST /v1/models/sentiment:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+FRAMING = {  # name: (request bytes, HTTP status, message pattern)
+    "conflicting Content-Lengths": (_post(b'{"instances": ["a"]}', b"Content-Length: 20",
+                                          b"Content-Length: 5"), 400,
+                                    r"conflicting Content-Length"),
+    "Transfer-Encoding: identity, chunked": (
+        _post(b"5\r\nhello\r\n0\r\n\r\n", b"Transfer-Encoding: identity, chunked"), 400,
+        r"Only Transfer-Encoding: chunked"),
+    "Content-Length and Transfer-Encoding": (
+        _post(b"2\r\n{}\r\n0\r\n\r\n" + SMUGGLED, b"Content-Length: 6",
+              b"Transfer-Encoding: chunked"), 400,
+        r"may not have both Content-Length and Transfer-Encoding"),
+    "chunk size zz": (_post(b"zz\r\n" + SMUGGLED, b"Transfer-Encoding: chunked"), 400,
+                      r"illegal chunk header"),
+    "chunk size -5": (_post(b"-5\r\n" + SMUGGLED, b"Transfer-Encoding: chunked"), 400,
+                      r"illegal chunk header"),
+    "Content-Length -1": (_post(b'{"instances": ["a"]}', b"Content-Length: -1"), 400,
+                          r"bad Content-Length"),
+    "Content-Length 10**15": (_post(b'{"instances": ["a"]}', b"Content-Length: " +
+                                    str(10**15).encode()), 413,
+                              r"the request body has 1000000000000000 bytes; .* at most 65536 "
+                              r"bytes per request \(--max_request_bytes\)"),
+    "Content-Length 10**6 on 21 bytes": (_post(b'{"instances": ["a"]}', b"Content-Length: "
+                                               b"1000000"), 413,
+                                         r"has 1000000 bytes; .*\(--max_request_bytes\)"),
+    "a request line of 100 KB": (b"GET /" + b"x" * 100_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+                                 431, r"the request line and headers have 10\d{4} bytes; this "
+                                 r"server takes at most 16384|malformed HTTP request"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FRAMING))
+def test_bad_framing_is_answered_once_and_the_connection_closed(server, case):
+    """Whatever follows a request whose framing is wrong (SMUGGLED) is never run as a second
+    request: one answer, then the connection closes."""
+    import re
+
+    data, want, pattern = FRAMING[case]
+    received = _exchange(server, data)
+    assert received.count(b"HTTP/1.1 ") == 1, received
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % want), received
+    assert b"connection: close" in head.lower(), head
+    assert re.search(pattern, json.loads(body)["error"]), body
+    assert http(_url(server, "/v1/models/sentiment:predict"), {"instances": ["ok"]})[0] == 200
+
+
+def test_a_chunked_body_and_pipelined_requests_are_answered(server):
+    body = json.dumps({"instances": ["a great movie"]}).encode()
+    chunked = _post(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body), b"Transfer-Encoding: chunked")
+    plain = _post(body, b"Content-Length: %d" % len(body), b"Connection: close")
+    received = _exchange(server, chunked + plain)  # two requests in one write
+    answers = received.split(b"HTTP/1.1 ")[1:]
+    assert len(answers) == 2 and all(a.startswith(b"200 OK") for a in answers), received
+
+
+def test_a_stalled_request_is_answered_408_quickly(server):
+    """A body shorter than its declared length is not waited for 300 s: after `read_timeout`
+    seconds without a byte the request is answered 408 and closed."""
+    import threading
+
+    from keras_bert.serving.rest import RestServer
+
+    quick = RestServer(server.manager, port=0, read_timeout=0.5)
+    threading.Thread(target=quick.serve_forever, daemon=True).start()
+    try:
+        class Where:
+            rest_url = f"http://127.0.0.1:{quick.port}"
+
+        received = _exchange(Where, _post(b'{"instances": ["a"]}', b"Content-Length: 60000"))
+        assert received.startswith(b"HTTP/1.1 408 "), received
+        assert b"the request sent nothing for 0.5 s" in received
+    finally:
+        quick.shutdown()
+        quick.server_close()
+
+
+def test_24_simultaneous_connections_are_all_served(server):
+    """The listen backlog takes a burst: 24 clients connect at the same moment (before the
+    server accepts any) and each gets its answer, none a reset."""
+    import socket
+
+    host, port = server.rest_url[len("http://"):].rsplit(":", 1)
+    body = json.dumps({"instances": ["a great movie"]}).encode()
+    request = _post(body, b"Content-Length: %d" % len(body), b"Connection: close")
+
+    def one(_):
+        with socket.create_connection((host, int(port)), timeout=TIMEOUT) as connection:
+            connection.sendall(request)
+            received = b""
+            while chunk := connection.recv(65536):
+                received += chunk
+            return received
+
+    answers = run_concurrently(24, one)
+    assert all(isinstance(a, bytes) and a.startswith(b"HTTP/1.1 200 ") for a in answers), [
+        a if not isinstance(a, bytes) else a[:40] for a in answers]
+
+
+def test_a_connection_reads_as_gone_once_the_client_closed_it():
+    """What drops a predict request whose client left (rest._open)."""
+    import socket
+
+    from keras_bert.serving.rest import _open
+
+    ours, theirs = socket.socketpair()
+    assert _open(ours)
+    theirs.sendall(b"GET /next HTTP/1.1\r\n")  # a pipelined request: still there
+    assert _open(ours)
+    theirs.close()
+    ours.recv(100)
+    assert not _open(ours)
+    ours.close()

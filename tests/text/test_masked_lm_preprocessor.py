@@ -60,3 +60,15 @@ def test_seq_length_must_hold_a_token_of_each_text():
     with pytest.raises(ValueError, match=r"BertMaskedLMPreprocessor: seq_length must be at "
                                          r"least 3"):
         BertMaskedLMPreprocessor(VOCAB, seq_length=2)
+
+
+def test_from_preset_takes_the_masking_arguments_and_names_its_class():
+    pre = BertMaskedLMPreprocessor.from_preset("tiny_random", seq_length=10,
+                                               max_predictions_per_seq=2, seed=4)
+    config = pre.get_config()
+    assert (config["seq_length"], config["max_predictions_per_seq"], config["seed"]) == (10, 2, 4)
+    pretrainer = BertPretrainerPreprocessor.from_preset("tiny_random", whole_word_masking=True)
+    assert pretrainer.get_config()["whole_word_masking"] is True
+    with pytest.raises(TypeError, match=r"BertMaskedLMPreprocessor\.from_preset\(\) got unknown "
+                                        r"keyword argument 'sed' \(did you mean 'seed'\?\)"):
+        BertMaskedLMPreprocessor.from_preset("tiny_random", sed=0)

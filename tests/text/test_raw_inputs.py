@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.checks import TaskInputError
-from keras_bert.text.raw_inputs import (CHOICES, WORDS, RawInputReader, accepted,
+from keras_bert.text.raw_inputs import (CHOICES, COLUMNS, WORDS, RawInputReader, accepted,
                                         read_raw_inputs, read_word_labels)
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
@@ -127,6 +127,28 @@ def test_choices_alone_and_what_choices_cannot_be():
             read_raw_inputs(x, CHOICES, where="BertMultipleChoicePreprocessor")
 
 
+@pytest.mark.parametrize("x", [
+    (["q1", "q2"], ["d1", "d2"], ["n1", "n2"]), [["q1", "d1", "n1"], ["q2", "d2", "n2"]],
+    [tf.constant(["q1", "q2"]), tf.constant(["d1", "d2"]), tf.constant(["n1", "n2"])]])
+def test_columns_read_as_texts_read_segments_but_are_named_as_columns(x):
+    """An embedder's (anchors, positives, negatives): the forms of segments, another meaning
+    (each text is embedded alone), and messages that name the columns."""
+    assert _values(read_raw_inputs(x, COLUMNS, batched=True)) == [
+        [b"q1", b"q2"], [b"d1", b"d2"], [b"n1", b"n2"]]
+    assert _values(read_raw_inputs(["a", "b"], COLUMNS, batched=True)) == [[b"a", b"b"]]
+    where = "BertTextEmbedderPreprocessor"
+    for bad, error in [
+            ((["q1"], ["d1", "d2"]), r"the batch sizes differ: anchors has 1, positives has 2"),
+            ((["q1"], ["d1"], [3]), r"negatives holds int value 3 among its texts"),
+            ((["q"], ["d"], ["n"], ["m"]), r"takes 1 to 3 columns, got 4"),
+            (("q", ["d"]), r"columns must be all strings or all batches")]:
+        with pytest.raises(TaskInputError, match=error) as caught:
+            read_raw_inputs(bad, COLUMNS, where=where)
+        if "batch sizes" not in error:
+            assert str(caught.value).endswith(f"{where} takes {accepted(COLUMNS)}.")
+            assert "(anchors, positives, negatives)" in str(caught.value)
+
+
 @pytest.mark.parametrize("form, empty, shapes", [
     (WORDS, [], [(0, None)]), (WORDS, np.array([]), [(0, None)]),
     (CHOICES, ([], []), [(0,), (0, 0)]), (CHOICES, (), [(0,), (0, 0)])])
@@ -152,7 +174,8 @@ def test_each_preprocessor_and_task_model_answers_from_the_reader():
     forms = {keras_bert.BertPreprocessor: "texts", keras_bert.BertMaskedLMPreprocessor: "texts",
              keras_bert.BertPretrainerPreprocessor: "texts",
              keras_bert.BertTokenClassifierPreprocessor: WORDS,
-             keras_bert.BertMultipleChoicePreprocessor: CHOICES}
+             keras_bert.BertMultipleChoicePreprocessor: CHOICES,
+             keras_bert.BertTextEmbedderPreprocessor: COLUMNS}
     for cls, form in forms.items():
         assert issubclass(cls, RawInputReader) and cls.input_form == form
     encoder = keras_bert.BertEncoder(keras_bert.BertConfig(

@@ -1,5 +1,9 @@
 """tools/create_pretraining_data.py as a user runs it: real Wikipedia text in, the original's
-TFRecords out; bad flags and inputs are one line on stderr, exit status 1, nothing written."""
+TFRecords out; bad flags and inputs are one line on stderr, exit status 1, nothing written.
+
+The runs that write records and the interrupted runs are processes of their own; the bad
+flags and inputs run as command lines of the tool in one fresh process
+(`tests.tool_runs.run_cases`), each with its own exit code, stdout and stderr."""
 
 import os
 import pathlib
@@ -10,15 +14,15 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data.pretraining import records as pretraining_records
+from tests import tool_runs
 from tests.data.pretraining import wiki_corpus as pretraining_corpus
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
+TOOL = "tools/create_pretraining_data.py"
 
 
 def _run(*flags):
-    return subprocess.run(
-        [sys.executable, str(REPO / "tools" / "create_pretraining_data.py"), *flags],
-        capture_output=True, text=True, timeout=300)
+    return tool_runs.run(TOOL, *flags)
 
 
 @pytest.fixture(scope="module")
@@ -62,27 +66,45 @@ def _assert_error(result, message):
     assert message in last, result.stderr[-3000:]
 
 
-def test_missing_input_is_named(tmp_path, minilm_path):
-    result = _run(f"--input_file={tmp_path}/nothing*.txt", f"--output_file={tmp_path}/o",
-                  f"--vocab_file={minilm_path}/vocab.txt")
+@pytest.fixture(scope="module")
+def errors(corpus, minilm_path, tmp_path_factory):
+    """The bad flags and inputs below, run in one process: name -> (result, its output
+    directory, which must stay empty)."""
+    folders = {name: tmp_path_factory.mktemp(name)
+               for name in ("missing_input", "too_many_predictions", "two_vocabularies")}
+    vocab = f"--vocab_file={minilm_path}/vocab.txt"
+    cases = {
+        "missing_input": [f"--input_file={folders['missing_input']}/nothing*.txt",
+                          f"--output_file={folders['missing_input']}/o", vocab],
+        "too_many_predictions": [f"--input_file={corpus}/a.txt",
+                                 f"--output_file={folders['too_many_predictions']}/o", vocab,
+                                 "--max_seq_length=16", "--max_predictions_per_seq=20"],
+        "two_vocabularies": [f"--input_file={corpus}/a.txt",
+                             f"--output_file={folders['two_vocabularies']}/o", vocab,
+                             "--preset=minilm_l6"],
+    }
+    startup, results = tool_runs.run_cases(TOOL, list(cases.values()))
+    assert startup.stdout == startup.stderr == ""  # importing the tool prints nothing
+    return {name: (result, folders[name]) for name, result in zip(cases, results)}
+
+
+def test_missing_input_is_named(errors):
+    result, tmp_path = errors["missing_input"]
     _assert_error(result, f"create_pretraining_data.py: input {tmp_path}/nothing*.txt: no such "
                   "file (nothing matches it)")
     assert os.listdir(tmp_path) == []
 
 
-def test_too_many_predictions_for_the_sequence(corpus, tmp_path, minilm_path):
-    result = _run(f"--input_file={corpus}/a.txt", f"--output_file={tmp_path}/o",
-                  f"--vocab_file={minilm_path}/vocab.txt", "--max_seq_length=16",
-                  "--max_predictions_per_seq=20")
+def test_too_many_predictions_for_the_sequence(errors):
+    result, tmp_path = errors["too_many_predictions"]
     _assert_error(result, "--max_predictions_per_seq=20 is more than a sequence of "
                   "--max_seq_length=16 can hold (at most 13 tokens besides [CLS] and the two "
                   "[SEP])")
     assert os.listdir(tmp_path) == []
 
 
-def test_one_vocabulary_source(corpus, tmp_path, minilm_path):
-    result = _run(f"--input_file={corpus}/a.txt", f"--output_file={tmp_path}/o",
-                  f"--vocab_file={minilm_path}/vocab.txt", "--preset=minilm_l6")
+def test_one_vocabulary_source(errors):
+    result, tmp_path = errors["two_vocabularies"]
     assert result.returncode == 1
     assert "Give --vocab_file or --preset, exactly one." in result.stderr
     assert os.listdir(tmp_path) == []
@@ -90,10 +112,12 @@ def test_one_vocabulary_source(corpus, tmp_path, minilm_path):
 
 @pytest.fixture(scope="module")
 def copies(corpus, tmp_path_factory):
-    """Eight copies of the corpus, as eight files: a run long enough to interrupt."""
+    """64 copies of the corpus, as 64 files: a run long enough to interrupt after its first
+    chunk even when this process is slow to read that chunk's line (a loaded machine); an
+    interrupted run reads no more than it did with fewer files."""
     folder = tmp_path_factory.mktemp("copies")
     text = (corpus / "a.txt").read_text() + "\n" + (corpus / "b.txt").read_text()
-    for i in range(8):
+    for i in range(64):
         (folder / f"part-{i}.txt").write_text(text)
     return folder
 

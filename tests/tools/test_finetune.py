@@ -159,6 +159,34 @@ def test_tagging_and_multiple_choice_jsonl(preset, tmp_path):
     assert "validation_accuracy" in json.loads((tmp_path / "mc" / "metrics.json").read_text())
 
 
+def test_embedding_on_triples_of_a_sentence_transformers_model(tmp_path):
+    """--task=embedding: a BertTextEmbedder from a sentence-transformers model, trained on
+    (anchor, positive, negative) rows with in-batch negatives, scored by retrieval."""
+    from tests.models.test_text_embedder import ANCHORS, NEGATIVES, POSITIVES
+    from tests.st_models import write_st_model
+
+    st_dir = write_st_model(tmp_path / "st", pooling="mean", dense=[(8, "Tanh")])
+    rows = [{"query": a, "positive": p, "hard": n}
+            for a, p, n in zip(ANCHORS, POSITIVES, NEGATIVES)]
+    train = _write(tmp_path / "train.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    model_dir = tmp_path / "run"
+    result = _tool(f"--preset={st_dir}", "--task=embedding", f"--train_file={train}",
+                   f"--eval_file={train}", "--text_column=query", "--negative_column=hard",
+                   "--batch_size=4", f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith(f"BertTextEmbedder from '{st_dir}': 8 training examples, "
+                                    "8 validation")
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert {"validation_recall@1", "validation_recall@10", "validation_mrr@10",
+            "validation_loss"} <= set(metrics)
+    assert metrics["validation_recall@10"] == 1.0  # 8 positives: each is in the first 10
+    assert 0 < metrics["validation_mrr@10"] <= 1 and metrics["train_steps"] == 2
+    assert "  validation_mrr@10: " in result.stdout
+    loaded = keras.saving.load_model(model_dir / "model.keras")
+    assert loaded.dense == [{"units": 8, "activation": "tanh", "use_bias": True}]
+    assert loaded.predict(["a cat"], verbose=0).shape == (1, 8)
+
+
 def test_tfds_set_through_mock_data(preset, tmp_path):
     result = _tool(f"--preset={preset}", "--tfds_name=glue/mrpc", f"--model_dir={tmp_path}",
                    mocked=True)
@@ -185,6 +213,8 @@ def test_tfds_set_through_mock_data(preset, tmp_path):
                    "--text_column=a", "--text_b_column=b", "--seq_length=4"],
      "finetune.py: --seq_length=4 is too short for text pairs: [CLS] a [SEP] b [SEP] needs "
      "at least 5"),
+    (lambda p, d: ["--task=embedding", "--train_file=" + _write(d / "q.tsv", "anchor\tdoc\na\tb\n")],
+     "finetune.py: {d}/q.tsv: no column 'positive'; the columns are ['anchor', 'doc']."),
     (lambda p, d: ["--task=squad", f"--train_file={d / 'squad.json'}", "--seq_length=4"],
      "finetune.py: BertSpanLabeler packs (question, context) pairs, [CLS] q [SEP] c [SEP]: "
      "its preprocessor's seq_length must be at least 5, got 4"),

@@ -1,7 +1,8 @@
 """tools/pretrain.py end to end at a tiny size: records made by the original
 create_pretraining_data.py, raw text with dynamic masking, the two-phase recipe, Mirrored
 over two logical CPU devices against one device, a real two-worker MultiWorkerMirrored run
-over gRPC on 127.0.0.1, kill -9 and resume, an unreachable TPU, and flag errors."""
+over gRPC on 127.0.0.1, kill -9 and resume, an unreachable TPU, and flag errors (as command
+lines of the tool in one process, `tests.tool_runs.run_cases`)."""
 
 import json
 import os
@@ -14,6 +15,8 @@ import time
 
 import numpy as np
 import pytest
+
+from tests import tool_runs
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "training"))
@@ -164,28 +167,47 @@ def test_two_workers_multi_worker_mirrored_finish_and_agree(data, tmp_path):
     assert not (tmp_path / "run" / "workers").exists()  # worker 1's scratch checkpoints
 
 
+def _recorded_checkpoint(directory):
+    """The step of the latest checkpoint the `checkpoint` state file of ``directory`` records
+    (what tf.train.latest_checkpoint restores), or None."""
+    try:
+        text = (directory / "checkpoint").read_text()
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("model_checkpoint_path:"):
+            return int(line.split('"')[1].rsplit("-", 1)[1])
+    return None
+
+
 def test_kill_9_then_the_same_command_resumes_and_matches_an_uninterrupted_run(
         data, phase_one, tmp_path):
     flags = _long_flags(data, tmp_path / "killed")  # phase_one ran them uninterrupted
     process = subprocess.Popen(cases.tool_command(*flags), cwd=REPO, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoint = tmp_path / "killed" / "checkpoints" / "ckpt-4.index"
+    # Killed once a checkpoint is recorded: the `checkpoint` state file (written atomically,
+    # after the checkpoint's files) names it, which is what a restart reads. A kill between a
+    # checkpoint's .index and that file leaves nothing to resume from: the resumed run would
+    # start over, which is right, but not what this test is about.
+    recorded = None
     deadline = time.monotonic() + cases.TOOL_TIMEOUT
     try:
-        while not checkpoint.exists() and process.poll() is None:
-            assert time.monotonic() < deadline, "no checkpoint appeared"
+        while recorded is None and process.poll() is None:
+            assert time.monotonic() < deadline, "no checkpoint was recorded"
             time.sleep(0.05)
+            recorded = _recorded_checkpoint(tmp_path / "killed" / "checkpoints")
         os.killpg(process.pid, signal.SIGKILL)
     finally:
         process.wait(timeout=60)
     assert process.returncode != 0, "the run finished before it could be killed"
+    assert recorded is not None
     assert not (tmp_path / "killed" / "metrics.json").exists()
 
     resumed = cases.run_tool(*flags)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resumed from" in resumed.stdout
     step = int(resumed.stdout.split("Resumed from")[1].split(" at step ")[1].split()[0])
-    assert step >= 4 and step % 4 == 0
+    assert step >= recorded and step % 4 == 0
     steps_run = [int(line.split()[1].split("/")[0]) for line in resumed.stdout.splitlines()
                  if line.startswith("step ")]
     assert steps_run[0] == step + 2 and steps_run[-1] == 12
@@ -211,22 +233,40 @@ def test_unreachable_tpu_fails_within_seconds_with_a_clear_message(data, tmp_pat
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("flags, message", [
+# The mirrored case first: the CPU is split into logical devices only before TensorFlow
+# makes its first op, and the cases share one process.
+FLAG_ERRORS = [
+    (["--bert_config_file={config}", "--strategy=mirrored", "--num_cpu_devices=2",
+      "--train_batch_size=3"], "must be a multiple of the 2 replicas"),
     (["--preset=tiny", "--bert_config_file={config}"], "do not combine it with"),
     (["--bert_config_file={config}", "--max_seq_length=64"],
      "original.tfrecord: feature 'input_ids' has 32 values per record, expected 64"),
-    (["--bert_config_file={config}", "--strategy=mirrored", "--num_cpu_devices=2",
-      "--train_batch_size=3"], "must be a multiple of the 2 replicas"),
-])
-def test_flag_errors_are_one_clear_line(data, tmp_path, flags, message):
+]
+
+
+@pytest.fixture(scope="module")
+def flag_errors(data, tmp_path_factory):
+    """The command lines of FLAG_ERRORS, run in one process (tests.tool_runs.run_cases)."""
+    argvs = []
+    for flags, _ in FLAG_ERRORS:
+        flags = [f.format(**data) for f in flags]
+        for name, value in (("input_file", data["records"]), ("num_warmup_steps", 1)):
+            if not any(f.startswith(f"--{name}=") for f in flags):
+                flags.append(f"--{name}={value}")
+        argvs.append(flags + [f"--model_dir={tmp_path_factory.mktemp('flag_error')}",
+                              "--num_train_steps=10",
+                              f"--max_predictions_per_seq={cases.PREDICTIONS}"])
+    startup, results = tool_runs.run_cases("tools/pretrain.py", argvs,
+                                           timeout=cases.TOOL_TIMEOUT)
+    assert startup.stdout == startup.stderr == "", startup.stderr  # importing it prints nothing
+    return dict(zip((message for _, message in FLAG_ERRORS), results))
+
+
+@pytest.mark.parametrize("message", [message for _, message in FLAG_ERRORS])
+def test_flag_errors_are_one_clear_line(flag_errors, message):
     import re
 
-    flags = [f.format(**data) for f in flags]
-    for name, value in (("input_file", data["records"]), ("num_warmup_steps", 1)):
-        if not any(f.startswith(f"--{name}=") for f in flags):
-            flags.append(f"--{name}={value}")
-    result = cases.run_tool(*flags, f"--model_dir={tmp_path}", "--num_train_steps=10",
-                            f"--max_predictions_per_seq={cases.PREDICTIONS}")
+    result = flag_errors[message]
     assert result.returncode == 1, result.stdout[-2000:]
     assert re.search(message, result.stderr), result.stderr[-2000:]
     assert "Traceback" not in result.stderr

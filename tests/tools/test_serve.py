@@ -67,6 +67,8 @@ def test_serves_several_models_over_grpc_and_rest(model_root, serving_models):
     assert "Serving model 'sentiment' version(s) [2]" in out
     assert "Serving model 'topics' version(s) [1]" in out
     assert "Batching: max_batch_size=8, batch_timeout_micros=1000" in out
+    assert ("Limits: max_request_bytes=16777216, max_request_batch=1024, max_text_bytes=65536"
+            in out)
     assert "Traceback" not in err
 
 
@@ -98,6 +100,14 @@ def test_startup_errors_name_the_problem(model_root, tmp_path):
         "batching flags without batching": (
             [f"--model_base_path={model_root / 'topics'}", "--max_batch_size=4"],
             r"--max_batch_size, .* need --enable_batching"),
+        "a token budget without batching": (
+            [f"--model_base_path={model_root / 'topics'}", "--max_batch_tokens=4096"],
+            r"--max_batch_tokens need --enable_batching"),
+        "bad gRPC channel arguments": (
+            [f"--model_base_path={model_root / 'topics'}", "--port=0",
+             "--grpc_channel_arguments=grpc.max_connection_age_ms"],
+            r"serve\.py: --grpc_channel_arguments: 'grpc\.max_connection_age_ms' is not "
+            r"name=value"),
     }
     try:
         running = {name: _fails(*flags) for name, (flags, _) in cases.items()}

@@ -149,8 +149,8 @@ class ChunkEncoder:
 
     Example:
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog",
-    ...          "ran", "."]
+    >>> from keras_bert.presets import load_preset
+    >>> vocab = load_preset("tiny_random").vocab_path  # a vocab.txt
     >>> encoder = ChunkEncoder(vocab, options=PretrainingDataOptions(
     ...     max_seq_length=12, max_predictions_per_seq=2, dupe_factor=2))
     >>> documents = [[b"The cat sat.", b"The dog ran."], [b"The dog sat.", b"The cat ran."]]

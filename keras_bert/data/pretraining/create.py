@@ -250,8 +250,8 @@ def create_pretraining_data(input_files, output_files, vocabulary, *, do_lower_c
     >>> corpus = os.path.join(folder, "corpus.txt")
     >>> with open(corpus, "w") as f:
     ...     _ = f.write("The cat sat.\\nThe dog ran.\\n\\nThe dog sat.\\nThe cat ran.\\n")
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog",
-    ...          "ran", "."]
+    >>> from keras_bert.presets import load_preset
+    >>> vocab = load_preset("tiny_random").vocab_path  # a vocab.txt
     >>> stats = create_pretraining_data(
     ...     corpus, [os.path.join(folder, "out.tfrecord")], vocab,
     ...     options=PretrainingDataOptions(max_seq_length=16, max_predictions_per_seq=3,

@@ -56,12 +56,10 @@ class DynamicMaskingInput:
     Example:
 
     >>> import os, tempfile
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "down",
-    ...          "a", "dog", "ran", "."]
     >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
     >>> with open(path, "w") as f:
     ...     _ = f.write("the cat sat down.\\nthe dog ran.\\n\\na dog sat.\\nthe cat ran down.\\n")
-    >>> data = DynamicMaskingInput(BertTokenizer(vocab), max_seq_length=16,
+    >>> data = DynamicMaskingInput(BertTokenizer.from_preset("tiny_random"), max_seq_length=16,
     ...                            max_predictions_per_seq=3, seed=1)
     >>> batch = next(iter(data.dataset([path], batch_size=2)))
     >>> {k: tuple(v.shape) for k, v in sorted(batch.items())}  # doctest: +NORMALIZE_WHITESPACE

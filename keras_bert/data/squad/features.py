@@ -48,17 +48,15 @@ class SquadFeatures:
     Example:
 
     >>> from keras_bert.text import BertTokenizer
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "won", "?", "ann",
-    ...          "did", "."]
     >>> example = SquadExample("q1", "Who won?", "Ann did.", ["Ann", "did."], [0] * 4 +
     ...                        [1] * 4, "Ann", 0, 0)
     >>> features = convert_examples_to_features(
-    ...     [example], BertTokenizer(vocab), max_seq_length=10, max_query_length=4,
-    ...     is_training=True)
+    ...     [example], BertTokenizer.from_preset("tiny_random"), max_seq_length=10,
+    ...     max_query_length=4, is_training=True)
     >>> features.tokens(0)
     ['[CLS]', 'who', 'won', '?', '[SEP]', 'ann', 'did', '.', '[SEP]']
     >>> features.input_word_ids
-    array([[ 2,  5,  6,  7,  3,  8,  9, 10,  3,  0]], dtype=int32)
+    array([[ 2, 39, 89,  8,  3, 91, 90,  5,  3,  0]], dtype=int32)
     >>> features.start_positions, features.end_positions
     (array([5], dtype=int32), array([5], dtype=int32))
     """

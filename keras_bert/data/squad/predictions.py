@@ -42,8 +42,7 @@ class SquadPredictions:
 
     >>> from keras_bert.text import BertTokenizer
     >>> from keras_bert.data import convert_examples_to_features, read_squad_examples
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who",
-    ...                            "won", "?", "ann", "did", "."])
+    >>> tokenizer = BertTokenizer.from_preset("tiny_random")
     >>> data = {"data": [{"paragraphs": [{"context": "Ann did.",
     ...     "qas": [{"id": "q1", "question": "Who won?", "answers": []}]}]}]}
     >>> examples = read_squad_examples(data, is_training=False)
@@ -281,8 +280,7 @@ def compute_predictions(
 
     >>> from keras_bert.text import BertTokenizer
     >>> from keras_bert.data import convert_examples_to_features, read_squad_examples
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who",
-    ...                            "won", "?", "ann", "did", "."])
+    >>> tokenizer = BertTokenizer.from_preset("tiny_random")
     >>> data = {"data": [{"paragraphs": [{"context": "Ann did.",
     ...     "qas": [{"id": "q1", "question": "Who won?", "answers": []}]}]}]}
     >>> examples = read_squad_examples(data, is_training=False)

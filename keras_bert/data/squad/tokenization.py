@@ -56,9 +56,8 @@ def _rows(ragged):
 def wordpiece_ids(tokenizer, texts):
     """Strings -> {string: [WordPiece ids]} (basic tokenization + WordPiece, as FullTokenizer).
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "##es", "."]
-    >>> wordpiece_ids(BertTokenizer(vocab), ["The foxes.", "fox", "fox"])
-    {'The foxes.': [5, 6, 7, 8], 'fox': [6]}
+    >>> wordpiece_ids(BertTokenizer.from_preset("tiny_random"), ["The foxes.", "fox", "fox"])
+    {'The foxes.': [13, 68, 81, 5], 'fox': [68]}
     """
     check_tokenizer(tokenizer)
     out = {}
@@ -70,8 +69,8 @@ def wordpiece_ids(tokenizer, texts):
 def basic_words(tokenizer, texts):
     """Strings -> {string: [words]}: BERT's BasicTokenizer with the tokenizer's casing.
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    >>> basic_words(BertTokenizer(vocab, max_chars_per_word=5), ["Steve Smith's", "Ça"])
+    >>> tokenizer = BertTokenizer.from_preset("tiny_random", max_chars_per_word=5)
+    >>> basic_words(tokenizer, ["Steve Smith's", "Ça"])
     {"Steve Smith's": ['steve', 'smith', "'", 's'], 'Ça': ['ca']}
     """
     check_tokenizer(tokenizer)

@@ -1,4 +1,4 @@
-"""required_ops: the custom ops of an export, read from its graph."""
+"""keras_bert/export/ops.py, required_ops: the custom ops of an export, read from its graph."""
 
 import pytest
 
