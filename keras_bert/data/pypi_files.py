@@ -55,7 +55,8 @@ def pip_download(requirement, cache_dir, what, offline_hint, index_url=None, sdi
     ``offline_hint`` (how to get the file by hand) if pip fails."""
     check_index_url(index_url)
     storage.makedirs(cache_dir)
-    with storage.staging_dir(cache_dir, prefix=prefix, legacy=True) as work:
+    with storage.staging_dir(cache_dir, prefix=prefix, legacy=True) as staging:
+        work = os.path.join(staging, "pip")  # (the staging directory holds its lock file)
         command = [sys.executable, "-m", "pip", "download", "--no-deps",
                    "--no-binary" if sdist else "--only-binary", ":all:",
                    "--disable-pip-version-check", "--timeout", str(PIP_TIMEOUT),
@@ -67,7 +68,7 @@ def pip_download(requirement, cache_dir, what, offline_hint, index_url=None, sdi
                                     timeout=4 * PIP_TIMEOUT + 60)
         except subprocess.TimeoutExpired:
             result = None
-        fetched = sorted(os.listdir(work)) if result is not None else []
+        fetched = sorted(os.listdir(work)) if os.path.isdir(work) else []
         if result is None or result.returncode != 0 or len(fetched) != 1:
             detail = "pip timed out" if result is None else (
                 result.stderr.strip()[-400:] or f"it fetched {fetched}")
