@@ -80,8 +80,9 @@ def main(argv):
                                          verbose=1 if sys.stdout.isatty() else 2)
         after = evaluate()
     steps = int(model.optimizer.iterations)
-    print(f"fine-tuned: {steps} steps in {history.train_seconds:.0f} s, loss "
-          f"{history.history['loss'][0]:.4f} (first epoch) -> {history.history['loss'][-1]:.4f}")
+    losses = ", ".join(f"{loss:.4f}" for loss in history.history["loss"])
+    print(f"fine-tuned: {steps} steps in {history.train_seconds:.0f} s, mean loss per epoch "
+          f"{losses}")
     print(f"{'':>10}{'before':>9}{'after':>9}")
     for key in SHOWN:
         print(f"{key:>10}{before[key]:9.4f}{after[key]:9.4f}")
