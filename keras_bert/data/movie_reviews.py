@@ -31,7 +31,6 @@ OUTER_MEMBER = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.g
 INNER_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
 SPLITS = ("train", "dev", "test")
 
-
 DatasetError = pypi_files.DatasetError
 default_cache_dir = pypi_files.default_cache_dir
 

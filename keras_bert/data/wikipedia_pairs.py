@@ -151,8 +151,8 @@ def paragraph_pairs(paragraphs, min_query_words=5, min_passage_words=10):
     and the rest.
 
     >>> paragraph_pairs(["Paris is the capital of France. It is on the Seine, a river that "
-    ...                  "runs through the north of the country."])
-    [('Paris is the capital of France.', 'It is on the Seine, a river that runs through the north of the country.')]
+    ...                  "runs north."])
+    [('Paris is the capital of France.', 'It is on the Seine, a river that runs north.')]
     """
     pairs = []
     for paragraph in paragraphs:
