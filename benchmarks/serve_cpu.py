@@ -6,7 +6,13 @@ One fine-tuned classifier (by default the ``make demo`` model, all-MiniLM-L6-v2 
 every figure:
 
 * keras_bert: its serving SavedModel (``model.export``, ``serving_default`` on strings) in
-  float32 and after ``model.quantize("int8")``; its LiteRT model with the tokenizer inside
+  float32 and after ``model.quantize("int8")``, each run two ways: by the TF2 loader
+  (``tf.saved_model.load``: ``keras_bert_fp32``, ``keras_bert_int8``) and as
+  ``tensorflow_model_server`` runs it, the TF1 loader into a Session whose thread pools
+  take TF Serving's ``--tensorflow_intra_op_parallelism`` and
+  ``--tensorflow_inter_op_parallelism`` (``*_session``); for reference, the float32 graph
+  traced from the layers' ordinary calls with its weights as variables, without the lean
+  serving graph (``keras_bert_fp32_plain``); its LiteRT model with the tokenizer inside
   (``model.export(format="litert")``) in float32 and int8 (dynamic range), run in
   ai-edge-litert's interpreter with tensorflow-text's kernels;
 * Hugging Face: ``BertForSequenceClassification`` with the same weights, torch eager and
@@ -69,7 +75,14 @@ flags.DEFINE_integer("latency_block", 25,
                      "after one untimed call (1: interleaved text by text, each call after "
                      "another runtime's, cold caches: every latency is several times higher).",
                      lower_bound=1)
-flags.DEFINE_integer("threads", 0, "Threads for every runtime (0: the CPU count).")
+flags.DEFINE_integer("threads", 0, "Threads for every runtime but TensorFlow's (0: the CPU "
+                     "count).")
+flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0,
+                     "The *_session contenders' intra-op threads (threads one op may use), as "
+                     "tensorflow_model_server's flag of this name (0: TensorFlow picks).")
+flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0,
+                     "The *_session contenders' inter-op threads (ops run at once), as "
+                     "tensorflow_model_server's flag of this name (0: TensorFlow picks).")
 
 
 def load_texts():
@@ -156,7 +169,10 @@ def main(argv):
                  "or --model=minilm_l6 for it with an untrained head.")
     threads = FLAGS.threads or os.cpu_count() or 1
     cpu, have = harness.cpu_description()
-    print(f"CPU: {cpu}; {os.cpu_count()} logical CPUs; threads per runtime: {threads}")
+    print(f"CPU: {cpu}; {os.cpu_count()} logical CPUs; threads per runtime: {threads}; "
+          "TensorFlow sessions (*_session): intra-op "
+          f"{FLAGS.tensorflow_intra_op_parallelism or 'auto'}, inter-op "
+          f"{FLAGS.tensorflow_inter_op_parallelism or 'auto'}")
     print("CPU flags: " + ", ".join(f"{name} {'yes' if on else 'no'}"
                                      for name, on in have.items()))
     texts, labels = load_texts()
@@ -165,7 +181,9 @@ def main(argv):
           f"at most {FLAGS.seq_length} tokens, each batch padded to its longest", flush=True)
 
     workdir = tempfile.mkdtemp(prefix="serve_cpu_")
-    setup = contenders_lib.Setup(FLAGS.model, FLAGS.seq_length, threads, workdir)
+    setup = contenders_lib.Setup(FLAGS.model, FLAGS.seq_length, threads, workdir,
+                                 session_threads=(FLAGS.tensorflow_intra_op_parallelism,
+                                                  FLAGS.tensorflow_inter_op_parallelism))
     runners, setup_seconds = {}, {}
     for name in FLAGS.contenders:
         start = time.perf_counter()
@@ -189,6 +207,8 @@ def main(argv):
         "cpu": cpu, "cpu_flags": have, "threads": threads, "texts": len(texts),
         "batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
         "model": FLAGS.model, "data": FLAGS.data, "rows": rows,
+        "session_threads": {"intra_op": FLAGS.tensorflow_intra_op_parallelism,
+                            "inter_op": FLAGS.tensorflow_inter_op_parallelism},
         "targets": summary,
         "setup_seconds": {k: round(v, 1) for k, v in setup_seconds.items()}})
 

@@ -33,11 +33,22 @@ class Setup:
     """What the contenders share, each built once on first use: the keras_bert model, its
     Hugging Face copy, the ONNX file, the fast tokenizer."""
 
-    def __init__(self, model_path, seq_length, threads, workdir):
+    def __init__(self, model_path, seq_length, threads, workdir, session_threads=(0, 0)):
         self.model_path = model_path
         self.seq_length = seq_length
         self.threads = threads
         self.workdir = workdir
+        self.session_threads = session_threads  # (intra, inter), as TF Serving's flags
+        self._exports = {}
+
+    def export(self, quantized=False):
+        """The serving SavedModel of the classifier (``model.export``), float32 or int8,
+        written once."""
+        if quantized not in self._exports:
+            model = self.keras_model(quantized=quantized)
+            self._exports[quantized] = model.export(
+                os.path.join(self.workdir, "int8" if quantized else "fp32", "1"))
+        return self._exports[quantized]
 
     def keras_model(self, quantized=False):
         """A fresh copy of the classifier, its preprocessor packing at most seq_length."""
@@ -131,12 +142,57 @@ class Setup:
 
 
 def _saved_model_runner(setup, quantized):
+    """The serving SavedModel (`model.export`) run by TensorFlow's TF2 loader, as
+    ``tf.saved_model.load`` users and keras_bert's own server run it."""
     import tensorflow as tf
 
-    model = setup.keras_model(quantized=quantized)
-    path = model.export(os.path.join(setup.workdir, "int8" if quantized else "fp32", "1"))
+    serve = tf.saved_model.load(setup.export(quantized)).signatures["serving_default"]
+    return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
+
+
+def keras_bert_fp32_plain(setup):
+    """The float32 classifier's serving SavedModel traced from the layers' ordinary inference
+    calls, its weights as variables: the graph `model.export` writes without
+    `keras_bert.layers.serving_graph` (the lean graph's reference), run by the TF2 loader."""
+    from unittest import mock
+
+    import tensorflow as tf
+
+    from keras_bert.export import task_export
+    from keras_bert.layers import int8, serving_graph
+
+    model = setup.keras_model()
+    path = os.path.join(setup.workdir, "fp32_plain", "1")
+    def plain(constants=True):  # the layers' ordinary calls, int8 weights cached
+        return int8.constant_weights()
+
+    with mock.patch.object(serving_graph, "building", plain), \
+            mock.patch.object(task_export, "FREEZE_LIMIT_BYTES", -1):
+        path = model.export(path)
     serve = tf.saved_model.load(path).signatures["serving_default"]
     return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
+
+
+def _session_runner(setup, quantized):
+    """The same SavedModel run as ``tensorflow_model_server`` runs it: the TF1 loader into a
+    Session with its own thread pools, sized as TF Serving's
+    ``--tensorflow_intra_op_parallelism`` and ``--tensorflow_inter_op_parallelism`` flags
+    size them (``setup.session_threads``; 0: TensorFlow picks, one per core)."""
+    import tensorflow as tf
+
+    path = setup.export(quantized)  # before the TF1 graph below becomes the default
+    intra, inter = setup.session_threads
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=intra,
+                                      inter_op_parallelism_threads=inter,
+                                      use_per_session_threads=True)
+    graph = tf.Graph()
+    session = tf.compat.v1.Session(graph=graph, config=config)
+    with graph.as_default():
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+    signature = meta_graph.signature_def["serving_default"]
+    text = signature.inputs["text"].name
+    probabilities = signature.outputs["probabilities"].name
+    return lambda texts: session.run(probabilities, {text: np.array(texts, dtype=object)})
 
 
 def keras_bert_fp32(setup):
@@ -145,6 +201,14 @@ def keras_bert_fp32(setup):
 
 def keras_bert_int8(setup):
     return _saved_model_runner(setup, quantized=True)
+
+
+def keras_bert_fp32_session(setup):
+    return _session_runner(setup, quantized=False)
+
+
+def keras_bert_int8_session(setup):
+    return _session_runner(setup, quantized=True)
 
 
 def _litert_runner(setup, quantize):
@@ -209,6 +273,9 @@ def ort_int8(setup):
 ALL = {
     "keras_bert_fp32": keras_bert_fp32,
     "keras_bert_int8": keras_bert_int8,
+    "keras_bert_fp32_session": keras_bert_fp32_session,
+    "keras_bert_int8_session": keras_bert_int8_session,
+    "keras_bert_fp32_plain": keras_bert_fp32_plain,
     "litert_fp32": litert_fp32,
     "litert_int8": litert_int8,
     "hf_torch": hf_torch,
@@ -221,6 +288,9 @@ _ORT = ("onnxruntime", "onnx", "torch", "transformers")
 NEEDS = {
     "keras_bert_fp32": (),
     "keras_bert_int8": (),
+    "keras_bert_fp32_session": (),
+    "keras_bert_int8_session": (),
+    "keras_bert_fp32_plain": (),
     "litert_fp32": ("ai_edge_litert",),
     "litert_int8": ("ai_edge_litert",),
     "hf_torch": ("torch", "transformers"),
@@ -228,10 +298,16 @@ NEEDS = {
     "ort_fp32": _ORT,
     "ort_int8": _ORT,
 }
+# The contenders that run the serving SavedModel (`model.export`), by either loader.
+SAVED_MODEL = ("keras_bert_fp32", "keras_bert_int8", "keras_bert_fp32_session",
+               "keras_bert_int8_session")
 # name -> (ours, precision, the float32 contender it is the quantized form of)
 KINDS = {
     "keras_bert_fp32": (True, "fp32", None),
     "keras_bert_int8": (True, "int8", "keras_bert_fp32"),
+    "keras_bert_fp32_session": (True, "fp32", None),
+    "keras_bert_int8_session": (True, "int8", "keras_bert_fp32_session"),
+    "keras_bert_fp32_plain": (True, "fp32", None),
     "litert_fp32": (True, "fp32", None),
     "litert_int8": (True, "int8", "litert_fp32"),
     "hf_torch": (False, "fp32", None),
@@ -291,8 +367,21 @@ def targets(rows):
 
     fastest_ours = max(ours, key=lambda r: r["texts_per_s"], default=None)
     quickest_ours = min(ours, key=lambda r: r["batch1_median_ms"], default=None)
+    # The SavedModel path (what model.export writes, what TF Serving loads), either loader.
+    saved = [r for r in ours if r["contender"] in SAVED_MODEL]
+    fastest_saved = max(saved, key=lambda r: r["texts_per_s"], default=None)
+    quickest_saved = min(saved, key=lambda r: r["batch1_median_ms"], default=None)
     ort8 = by.get("ort_int8")
     return {
+        "fastest_saved_model": fastest_saved and fastest_saved["contender"],
+        "fastest_saved_model_vs_ort_int8": ratio(fastest_saved, ort8),
+        "fastest_saved_model_accuracy_loss_points": _loss(by.get("keras_bert_fp32"),
+                                                          fastest_saved),
+        "quickest_saved_model_batch1": quickest_saved and quickest_saved["contender"],
+        "quickest_saved_model_batch1_vs_ort_int8": ratio(quickest_saved, ort8,
+                                                         "batch1_median_ms"),
+        "quickest_saved_model_batch1_vs_fp32_plain": ratio(
+            quickest_saved, by.get("keras_bert_fp32_plain"), "batch1_median_ms"),
         "fastest_ours": fastest_ours and fastest_ours["contender"],
         "fastest_ours_vs_ort_int8": ratio(fastest_ours, ort8),
         "fastest_ours_accuracy_loss_points": _loss(by.get("keras_bert_fp32"), fastest_ours),
@@ -323,6 +412,14 @@ def describe_targets(t):
         met = value >= bar if higher else value <= bar
         lines.append(f"  {label}: {value} ({'met' if met else 'not met'}; bar {bar})")
 
+    show(f"fastest SavedModel ({t['fastest_saved_model']}) / ONNX Runtime int8, texts/s",
+         t["fastest_saved_model_vs_ort_int8"], 1.0)
+    show("  its accuracy loss against keras_bert fp32, points",
+         t["fastest_saved_model_accuracy_loss_points"], 0.5, higher=False)
+    show(f"batch-1 median of the quickest SavedModel ({t['quickest_saved_model_batch1']}) / "
+         "ONNX Runtime int8's", t["quickest_saved_model_batch1_vs_ort_int8"], 1.0, higher=False)
+    show("  its batch-1 median / the plain float32 graph's (keras_bert_fp32_plain)",
+         t["quickest_saved_model_batch1_vs_fp32_plain"], 0.5, higher=False)
     show(f"fastest of ours ({t['fastest_ours']}) / ONNX Runtime int8, texts/s",
          t["fastest_ours_vs_ort_int8"], 1.0)
     show("  its accuracy loss against keras_bert fp32, points",

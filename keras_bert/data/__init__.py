@@ -1,8 +1,8 @@
 """Fine-tuning data: example files (TSV/CSV/JSONL), TFDS tasks, the movie-review demo set,
-SQuAD reading, windowing, post-processing and the official metrics; pre-training data: text
-files to the original BERT TFRecords (`create_pretraining_data`)."""
+Wikipedia retrieval pairs, SQuAD reading, windowing, post-processing and the official metrics;
+pre-training data: text files to the original BERT TFRecords (`create_pretraining_data`)."""
 
-from keras_bert.data import movie_reviews, tfds_tasks
+from keras_bert.data import movie_reviews, tfds_tasks, wikipedia_pairs
 from keras_bert.data.files import (
     DataFileError,
     Examples,
@@ -42,6 +42,7 @@ __all__ = [
     "read_examples",
     "read_tagging_examples",
     "tfds_tasks",
+    "wikipedia_pairs",
     "SquadExample",
     "SquadFeatures",
     "SquadPredictions",

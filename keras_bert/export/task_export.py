@@ -51,11 +51,13 @@ the version directory (a number, e.g. ``/models/sentiment/1``), and
 serves it (the newest version under the base path).
 """
 
+import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import convert_to_constants
 
 from keras_bert.export import export_dirs, modules, task_adapters, warmup_requests as warmup
 from keras_bert.export.export_dirs import ExportError
-from keras_bert.layers import int8
+from keras_bert.layers import serving_graph
 from keras_bert.models import export_formats, lora
 from keras_bert.text.packer import trim_padding
 
@@ -130,9 +132,11 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
             raise ExportError(str(error)) from None
     root = serving_module(model, task)
     signatures = {name: getattr(root, name) for name in SIGNATURES}
-    with int8.constant_weights():  # an export's int8 weights never change: oneDNN caches them
-        path = export_dirs.save(root, export_dir, signatures=signatures, versioned=True,
-                                write_more=records and (lambda tmp: warmup.write(tmp, records)))
+    # A frozen graph holds no variables, so no gradient functions capture any.
+    options = tf.saved_model.SaveOptions(experimental_custom_gradients=not root.frozen)
+    path = export_dirs.save(root, export_dir, signatures=signatures, versioned=True,
+                            write_more=records and (lambda tmp: warmup.write(tmp, records)),
+                            options=options)
     if verbose:
         print(f"Saved the serving SavedModel of {type(model).__name__} to {path}: "
               f"serving_default({task.describe_inputs()}), "
@@ -173,22 +177,61 @@ for _format in REFUSED_FORMATS:  # Keras' other formats: an ExportError naming t
     export_formats.register(_format)(refused_format(_format))
 
 
-def serving_module(model, task):
-    """The root object: the model's variables and the two signature functions."""
-    root = modules.attach_variables(modules.Module(), model)
+def serving_module(model, task, frozen=None):
+    """The root object: the two signature functions, around one function of the model's
+    packed inputs traced for serving (`keras_bert.layers.serving_graph`).
+
+    ``frozen`` (default: when the model's weights take at most `FREEZE_LIMIT_BYTES`): the
+    weights become constants of the graph (``root.frozen``), which TensorFlow then folds
+    into the ops that use them: no variable reads, query, key and value in one matmul.
+    Otherwise the root holds the model's variables. Both compute the same outputs (within
+    float32 rounding)."""
+    if frozen is None:
+        frozen = weight_bytes(model) <= FREEZE_LIMIT_BYTES
+    specs = task.ids_specs()
 
     def run(inputs):
         if model.trim_predictions:  # the batch cut to its longest sequence: the same outputs
             inputs = trim_padding(inputs)[0]
         return model(inputs, training=False)
 
+    with serving_graph.building(constants=frozen):
+        forward = tf.function(run).get_concrete_function(specs)
+    structure = forward.structured_outputs
+    if frozen:
+        forward = convert_to_constants.convert_variables_to_constants_v2(forward)
+        root = modules.Module()
+        root.variables, root.trainable_variables, root.regularization_losses = [], [], []
+    else:
+        root = modules.attach_variables(modules.Module(), model)
+    root.frozen = frozen
+
+    def call(inputs):
+        if sorted(inputs) != sorted(specs):
+            raise ExportError(f"{type(model).__name__}: its preprocessor packs "
+                              f"{sorted(inputs)}, its serving_ids takes {sorted(specs)}.")
+        flat = [tf.cast(inputs[name], spec.dtype) for name, spec in
+                zip(sorted(specs), tf.nest.flatten(specs))]
+        outputs = forward(*flat) if frozen else forward(dict(zip(sorted(specs), flat)))
+        return tf.nest.pack_sequence_as(structure, tf.nest.flatten(outputs))
+
     def from_text(texts):
         inputs, extras = task.pack(texts)
-        return modules.float32(task.text_outputs(texts, inputs, extras, run(inputs)))
+        return modules.float32(task.text_outputs(texts, inputs, extras, call(inputs)))
 
     def from_ids(inputs):
-        return modules.float32(task.outputs(inputs, run(inputs)))
+        return modules.float32(task.outputs(inputs, call(inputs)))
 
     root.serving_default = tf.function(from_text, input_signature=[task.text_specs()])
     root.serving_ids = tf.function(from_ids, input_signature=[task.ids_specs()])
     return root
+
+
+# The weights (bytes) that `serving_module` freezes into the graph by default: a SavedModel's
+# graph is one protocol buffer, which cannot pass 2 GiB (BERT-large in float32 takes 1.3 GB).
+FREEZE_LIMIT_BYTES = 3 << 29  # 1.5 GiB
+
+
+def weight_bytes(model):
+    """Bytes of the model's weights, as stored."""
+    return sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in model.weights)

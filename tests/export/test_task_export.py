@@ -306,6 +306,48 @@ def test_serving_computes_only_up_to_the_longest_text_of_the_batch(encoder, tmp_
         tagger_ids(**poisoned)
 
 
+def test_the_export_freezes_its_weights_into_a_lean_graph(tmp_path, monkeypatch):
+    """The serving graph holds the weights as constants (no variable to read), moves the
+    attention heads without transposes and runs query, key and value as one matmul; a model
+    over FREEZE_LIMIT_BYTES keeps its variables (and its three matmuls). Both answer what the
+    model predicts, on a model whose outputs depend on the text."""
+    from keras_bert.export import task_export
+    from keras_bert.export.ops import saved_ops
+
+    model = keras_bert.BertClassifier(tiny_encoder(seed=3, **TEXT_DEPENDENT), 3,
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
+    want = model.predict(TEXTS, verbose=0)
+    assert np.ptp(want, axis=0).min() > 0.01  # every logit moves with the text (1e-5 tests)
+    assert 0 < task_export.weight_bytes(model) < task_export.FREEZE_LIMIT_BYTES
+    frozen = _export(model, tmp_path, name="frozen")
+    monkeypatch.setattr(task_export, "FREEZE_LIMIT_BYTES", 0)
+    variables = _export(model, tmp_path, name="variables")
+    for serve, ids in (frozen, variables):
+        np.testing.assert_allclose(serve(text=tf.constant(TEXTS))["logits"], want, atol=1e-5)
+        np.testing.assert_allclose(ids(**_packed(model, TEXTS))["logits"], want, atol=1e-5)
+    loaded = {name: tf.saved_model.load(str(tmp_path / name / "1"))
+              for name in ("frozen", "variables")}
+    assert not loaded["frozen"].variables
+    assert len(loaded["variables"].variables) == len(model.variables)
+    ops = {name: saved_ops(str(tmp_path / name / "1")) for name in loaded}
+    assert "ReadVariableOp" not in ops["frozen"] and "ReadVariableOp" in ops["variables"]
+    for name in ops:
+        assert "Transpose" not in ops[name] and "Einsum" in ops[name], name
+        assert "BatchMatMulV3" in ops[name]  # small attention products, off oneDNN
+    # Query, key and value in one matmul of the frozen graph: a [hidden, 3 * hidden] kernel
+    # (hidden 16) in the first layer; the last computes only [CLS]'s query (a [hidden,
+    # hidden] kernel) and every row's key and value in one matmul ([hidden, 2 * hidden], the
+    # intermediate kernels' shape too: intermediate size 32). The other [hidden, hidden]
+    # kernels: the two attention outputs and the pooler.
+    from keras_bert.export.ops import _read
+
+    shapes = [tuple(d.size for d in node.attr["value"].tensor.tensor_shape.dim)
+              for graph in _read(str(tmp_path / "frozen" / "1")).meta_graphs
+              for function in graph.graph_def.library.function
+              for node in function.node_def if node.op == "Const"]
+    assert [shapes.count(s) for s in ((16, 48), (16, 32), (16, 16))] == [1, 3, 4], shapes
+
+
 def _int8_cases():
     """Per task: (model of an encoder, serving_default inputs, the matching model.predict
     outputs by signature output name)."""

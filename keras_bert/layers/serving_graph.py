@@ -1,0 +1,153 @@
+"""The inference graph a serving export traces: what the layers do differently when a call
+is traced for a SavedModel whose weights never change.
+
+A served BERT runs its graph op by op, and at batch 1 its time goes less to arithmetic than
+to the fixed cost of each op. In a profile of the demo classifier (all-MiniLM-L6-v2, int8,
+about 30 tokens, one thread), oneDNN's transposes of the attention heads cost 0.1-0.7 ms
+each, four per layer (oneDNN builds a reorder for each call); the same data movement written
+as a one-operand ``tf.einsum`` runs on TensorFlow's own transpose in ~5 us. Inside
+`building`, layers trace their inference calls for such an export:
+
+* the attention heads move with ``tf.einsum`` (`heads_first`, `heads_last`) instead of
+  ``tf.transpose``: the same values;
+* with ``constants=True`` (the export then freezes every variable into the graph), query,
+  key and value run as one matmul on a kernel concatenated once, at trace time, from the
+  three layers' weights (`fused_projection`), then split: float32 sums in another order
+  (within float32 rounding), int8 exactly the three kernels' arithmetic, per column;
+* int8 kernels keep their reordered weights between calls (`int8.constant_weights`).
+
+Outside `building`, layers trace and run as they always do (training, ``predict``, LiteRT).
+
+>>> import numpy as np, tensorflow as tf
+>>> from keras_bert.layers import TransformerBlock, serving_graph
+>>> block = TransformerBlock(hidden_size=16, num_attention_heads=4, intermediate_size=32)
+>>> x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+>>> mask = np.ones((2, 5), "int32")
+>>> want = block((x, mask)).numpy()
+>>> with serving_graph.building():
+...     serve = tf.function(lambda x, m: block((x, m), training=False)).get_concrete_function(
+...         tf.TensorSpec([None, None, 16]), tf.TensorSpec([None, None], tf.int32))
+>>> ops = {op.type for op in serve.graph.get_operations()}
+>>> "Transpose" in ops, "Einsum" in ops
+(False, True)
+>>> bool(np.abs(serve(x, mask).numpy() - want).max() < 1e-5)
+True
+"""
+
+import contextlib
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.layers import int8
+
+# Read when a call is traced (see `building`): None outside it, else whether weights may be
+# read as constants.
+_STATE = None
+
+
+@contextlib.contextmanager
+def building(constants=True):
+    """Layer calls traced inside the block build the serving inference graph (see the module
+    docstring). ``constants``: weights may be read once, at trace time, into constants (for
+    an export that freezes its variables; a graph traced so keeps the weights it saw)."""
+    global _STATE
+    previous, _STATE = _STATE, bool(constants)
+    try:
+        with int8.constant_weights():
+            yield
+    finally:
+        _STATE = previous
+
+
+def active():
+    """Whether calls are being traced for the serving inference graph (inside `building`)."""
+    return _STATE is not None
+
+
+def inference(training):
+    """Whether a call with this ``training`` argument is traced for the serving graph: inside
+    `building`, and ``training`` None or False."""
+    return active() and (training is None or (isinstance(training, bool) and not training))
+
+
+def constants():
+    """Whether calls being traced may read weights as constants (``building(constants=True)``)."""
+    return bool(_STATE)
+
+
+def heads_first(x):
+    """``[batch, seq, heads, size]`` -> ``[batch, heads, seq, size]`` (``tf.transpose`` with
+    ``[0, 2, 1, 3]``, as a one-operand einsum)."""
+    return tf.einsum("bshd->bhsd", x)
+
+
+def heads_last(x):
+    """``[batch, heads, seq, size]`` -> ``[batch, seq, heads, size]``."""
+    return tf.einsum("bhsd->bshd", x)
+
+
+def value(variable):
+    """A variable's current value as a numpy array, read eagerly even while tracing."""
+    with tf.init_scope():
+        return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+
+
+def fusable(layers, use_int8):
+    """Whether the Dense ``layers`` (same input) can run as one matmul: constants allowed, no
+    LoRA, the same activation (none), and all on the int8 kernel or none."""
+    if not constants():
+        return False
+    return all(not layer.lora_enabled and layer.use_bias
+               and layer.activation in (None, keras.activations.linear)
+               and bool(use_int8) == (layer.quantization_mode == "int8") for layer in layers)
+
+
+def fused_projection(layers, x):
+    """The Dense ``layers``' outputs side by side, ``[rows, sum of units]``, from one matmul
+    of ``x`` (``[rows, in]`` float, or an `int8.Quantized` activation for int8 layers) by
+    their kernels concatenated at trace time (`fusable` must hold)."""
+    bias = tf.constant(np.concatenate([value(layer.bias) for layer in layers]))
+    kernel = np.concatenate([value(layer._kernel) for layer in layers], axis=1)
+    if isinstance(x, int8.Quantized):
+        scale = np.concatenate([value(layer.kernel_scale) for layer in layers])
+        sums = np.concatenate([value(layer.kernel_column_sums) for layer in layers])
+        return int8.matmul(x, tf.constant(kernel), tf.constant(scale), tf.constant(sums),
+                           bias=bias)
+    kernel = tf.cast(tf.constant(kernel), x.dtype)  # folded into one constant by grappler
+    return tf.nn.bias_add(tf.matmul(x, kernel), tf.cast(bias, x.dtype))
+
+
+# Attention products up to this many multiply-adds (batch * heads * q_len * seq * head_size,
+# per product) run on TensorFlow's own kernels, larger ones on oneDNN's. A oneDNN batched
+# matmul or softmax costs ~0.07 ms per call even on a few thousand numbers (on a 2-core CPU:
+# 0.23 ms for one head group's attention at 16 tokens, where TensorFlow's kernels take
+# 0.03 ms); TensorFlow's grow faster with the size (even at ~48 tokens of 12 heads of 32).
+SMALL_ATTENTION = 1 << 20
+
+
+def attention(q, k, v, bias, scale):
+    """``softmax(q @ k^T * scale + bias) @ v`` for float32 ``q`` ``[batch, heads, q_len,
+    size]``, ``k``, ``v`` ``[batch, heads, seq, size]`` and ``bias`` broadcast to the scores
+    ``[batch, heads, q_len, seq]``: on TensorFlow's own kernels when the products are small
+    (`SMALL_ATTENTION`), on oneDNN's (TensorFlow's x86 default) otherwise. The same math,
+    within float32 rounding."""
+    def small():  # BatchMatMulV3 and softmax's ops, which oneDNN's graph rewrite leaves alone
+        scores = tf.raw_ops.BatchMatMulV3(x=q, y=k, Tout=q.dtype, adj_y=True) * scale + bias
+        e = tf.exp(scores - tf.reduce_max(scores, axis=-1, keepdims=True))
+        probs = e / tf.reduce_sum(e, axis=-1, keepdims=True)
+        return tf.raw_ops.BatchMatMulV3(x=probs, y=v, Tout=q.dtype)
+
+    def large():  # oneDNN's fused matmul * scale + bias, softmax, matmul
+        scores = tf.matmul(q, k, transpose_b=True) * scale + bias
+        return tf.matmul(tf.nn.softmax(scores, axis=-1), v)
+
+    return tf.cond(small_attention(q, k), small, large)
+
+
+def small_attention(q, k):
+    """Whether `attention` of queries ``q`` and keys ``k`` takes TensorFlow's own kernels: a
+    bool tensor, true when ``batch * heads * q_len * seq * size <= SMALL_ATTENTION``."""
+    work = tf.reduce_prod(tf.shape(q, out_type=tf.int64)) * tf.shape(k, out_type=tf.int64)[2]
+    return work <= SMALL_ATTENTION

@@ -1,0 +1,152 @@
+"""keras_bert/layers/serving_graph.py: the inference graph a serving export traces computes
+the block's math (against the NumPy reference, float32 rounding; int8: the kernel's own
+arithmetic), with fewer ops: no oneDNN transposes, query/key/value in one matmul, small
+attention products on TensorFlow's own kernels."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert  # noqa: F401  (selects the TensorFlow backend)
+from keras_bert.layers import TransformerBlock, int8, serving_graph
+
+import layer_reference as ref
+
+SPECS = (tf.TensorSpec([None, None, 32]), tf.TensorSpec([None, None], tf.int32))
+
+
+def _inputs(batch=3, seq=11, hidden=32, seed=1):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, seq, hidden)).astype("float32")
+    mask = np.ones((batch, seq), "int32")
+    mask[0, 7:] = 0
+    mask[2, 2:] = 0
+    return x, mask
+
+
+def _block(act="gelu"):
+    block = TransformerBlock(32, 4, 64, hidden_act=act)
+    x, mask = _inputs()
+    block((x, mask))
+    return block, ref.randomize(block, scale=0.3)  # outputs that depend on every weight
+
+
+def _trace(block, constants=True, **kwargs):
+    """The block's inference call traced under `building` (or outside it: None)."""
+    def call(x, m):
+        return block((x, m), training=False, **kwargs)
+    if constants is None:
+        return tf.function(call).get_concrete_function(*SPECS)
+    with serving_graph.building(constants=constants):
+        return tf.function(call).get_concrete_function(*SPECS)
+
+
+def _ops(function):
+    """The op types of a traced function's graph, the attention's cond branches included."""
+    graph = function.graph.as_graph_def()
+    return [node.op for node in graph.node] + [
+        node.op for branch in graph.library.function for node in branch.node_def]
+
+
+def test_heads_move_as_transposes_do():
+    x = tf.constant(np.arange(2 * 3 * 4 * 5, dtype="float32").reshape(2, 3, 4, 5))
+    np.testing.assert_array_equal(serving_graph.heads_first(x), tf.transpose(x, [0, 2, 1, 3]))
+    np.testing.assert_array_equal(serving_graph.heads_last(x), tf.transpose(x, [0, 2, 1, 3]))
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_attention_on_either_kernels_is_softmax_attention(small, monkeypatch):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(2, 3, n, 8)).astype("float32") for n in (5, 7, 7))
+    bias = np.zeros((2, 1, 1, 7), "float32")
+    bias[0, ..., 4:] = -10000.0  # padding
+    monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 10**9 if small else 0)
+    assert bool(serving_graph.small_attention(q, k)) == small
+    got = tf.function(serving_graph.attention)(q, k, v, bias, 0.5).numpy()
+    want = ref.softmax(q.astype(np.float64) @ k.swapaxes(-1, -2) * 0.5 + bias) @ v
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+def test_small_attention_is_decided_by_the_product_size():
+    q = tf.zeros([1, 12, 30, 32])
+    assert bool(serving_graph.small_attention(q, tf.zeros([1, 12, 30, 32])))  # 30 tokens
+    assert not bool(serving_graph.small_attention(q, tf.zeros([1, 12, 128, 32])))
+    assert not bool(serving_graph.small_attention(tf.zeros([32, 12, 64, 32]),
+                                                  tf.zeros([32, 12, 64, 32])))
+
+
+@pytest.mark.parametrize("act", ["gelu", "relu"])
+@pytest.mark.parametrize("small", [True, False])
+def test_the_serving_graph_computes_the_block(act, small, monkeypatch):
+    monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 10**9 if small else 0)
+    block, weights = _block(act)
+    x, mask = _inputs()
+    want = ref.transformer_block(weights, x, mask, 4, act=act)
+    serve = _trace(block)
+    np.testing.assert_allclose(serve(x, mask), want, atol=1e-5, rtol=0)
+    # Some rows only ([CLS], or chosen positions): the queries of those rows, keys and values
+    # of all of them.
+    first = _trace(block, output_positions=1)
+    np.testing.assert_allclose(first(x, mask), want[:, :1], atol=1e-5, rtol=0)
+    positions = np.array([[0, 6, 10], [3, 3, 1], [0, 1, 2]], "int32")
+    with serving_graph.building():
+        chosen = tf.function(lambda x, m, p: block((x, m), training=False, output_positions=p))
+        got = chosen(x, mask, positions)
+    np.testing.assert_allclose(got, np.take_along_axis(want, positions[..., None], 1),
+                               atol=1e-5, rtol=0)
+
+
+def test_the_serving_graph_has_fewer_ops():
+    block, _ = _block()
+    plain, serve, variables = _trace(block, None), _trace(block), _trace(block, False)
+    # Outside `building` nothing changes: four transposes (query, key, value, context),
+    # six matmuls.
+    assert _ops(plain).count("Transpose") == 4 and _ops(plain).count("MatMul") == 6
+    assert "Einsum" not in _ops(plain) and "BatchMatMulV3" not in _ops(plain)
+    # Inside: the heads move by einsum, query/key/value in one matmul (with constants) and
+    # the attention's small products on BatchMatMulV3 (in one branch of a cond).
+    for function, matmuls in ((serve, 4), (variables, 6)):
+        ops = _ops(function)
+        assert "Transpose" not in ops and "Einsum" in ops, ops
+        assert ops.count("MatMul") == matmuls and "BatchMatMulV3" in ops
+    # The fused kernel and bias are constants, the weights as they were when traced: six
+    # variable reads fewer (query, key and value's kernels and biases).
+    assert _ops(serve).count("ReadVariableOp") == _ops(variables).count("ReadVariableOp") - 6
+
+
+def _int8_block():
+    block, _ = _block()
+    for layer in (block.query, block.key, block.value, block.attention_output,
+                  block.intermediate, block.output_dense):
+        layer.quantize("int8")
+    return block
+
+
+def test_an_int8_block_runs_its_three_projections_in_one_kernel_call(monkeypatch):
+    block = _int8_block()
+    x, mask = _inputs()
+    want = block((x, mask), training=False).numpy()
+    # The attention on oneDNN's kernels, as the inference call outside runs it: query, key and
+    # value in one kernel call are the three calls' arithmetic, column by column.
+    monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 0)
+    serve = _trace(block)
+    np.testing.assert_allclose(serve(x, mask), want, atol=1e-6, rtol=0)
+    # 6 kernel calls, not 8: one for query, key and value (one quantization of their input),
+    # the attention output, the feed-forward layers twice (the first position apart).
+    ops = _ops(serve)
+    assert ops.count(int8.OP) == 6 and ops.count("QuantizeV2") == 6
+    # On TensorFlow's own attention kernels: float32 rounding apart before the context is
+    # quantized, so now and then an activation one int8 step away.
+    monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 10**9)
+    np.testing.assert_allclose(_trace(block)(x, mask), want, atol=0.02, rtol=0)
+
+
+def test_layers_with_lora_are_not_fused():
+    block, _ = _block()
+    block.query.enable_lora(2)
+    block.query.lora_kernel_b.assign(np.full(block.query.lora_kernel_b.shape, 0.1, "float32"))
+    x, mask = _inputs()
+    want = block((x, mask), training=False).numpy()
+    serve = _trace(block)
+    assert _ops(serve).count("MatMul") > 4  # query on its own, with its LoRA factors
+    np.testing.assert_allclose(serve(x, mask), want, atol=1e-5, rtol=0)
