@@ -7,7 +7,11 @@ with the same functions:
 
 * ``detect(directory)``: whether the directory holds this format;
 * ``read_config(directory)``: its `BertConfig`;
-* ``read_metadata(directory)``: what else it records (``{}`` but for keras_bert's layout);
+* ``read_metadata(directory)``: what else it records (keras_bert's layout: keras_bert.json;
+  Hugging Face: the task and preprocessor arguments keras_bert keeps in ``config.json``; else
+  ``{}``);
+* ``read_head(directory, metadata)``: the `TaskHead` its files describe (which task its head
+  belongs to, label names, ...: `keras_bert.checkpoints.task_heads`), or None;
 * ``check_files(directory, metadata)``: `CheckpointError` when the files are not the ones
   the metadata was written with (keras_bert's layout; nothing to check in the others);
 * ``recorded_casing(directory)``: ``[(what, do_lower_case)]``, what the files say (``[]``:
@@ -18,18 +22,18 @@ with the same functions:
   Hugging Face ``tokenizer.json``), else ``(None, None)``;
 * ``check_weights(directory)``: `CheckpointError` now when weights files are missing;
 * ``list_variables(directory, config)``: ``(shapes, unexplained, source)``, the checkpoint's
-  variables in Google's names with their shapes, read without reading a tensor (Google: the
-  checkpoint reader's variable map; Hugging Face: the safetensors header; keras-hub: the h5
-  datasets), the names in the encoder's part that have no place for ``config``, and the
+  variables (task heads too) in Google's names with their shapes, read without reading a
+  tensor (Google: the checkpoint reader's variable map; Hugging Face: the safetensors header;
+  keras-hub: the h5 datasets), the names in the encoder's part that have no place for ``config``, and the
   file; `Preset.check_variables` holds them to ``config`` with `common.check_shapes`;
-* ``read_weights(directory, config)``: the canonical weights (Google's names), checked
-  against ``config``;
+* ``read_weights(directory, config)``: the canonical weights (Google's names), task heads
+  included, checked against ``config``;
 * ``FILES``: the files it reads (glob patterns), which `check_links` holds inside the
   directory.
 
 Writers: `keras_bert_layout.write` (keras_bert), `google.write_directory`,
-`huggingface.write_directory`, `sentence_transformers.write`; ``save_to_preset`` chooses
-among them in `keras_bert.presets.preset_saver`.
+`huggingface.write_directory`, `sentence_transformers.write`; ``save_to_preset(directory,
+format=...)`` chooses among them in `keras_bert.presets.preset_saver`.
 
 `open_directory` returns a `Preset`: the config, vocabulary and casing read eagerly (cheap,
 and checked against each other at once), the weights read on demand.
@@ -86,8 +90,9 @@ class Preset:
     ``tokens`` (the vocabulary when it is in no such file: a Hugging Face ``tokenizer.json``'s;
     else None), ``vocab_file`` (where the format keeps its vocabulary, there or not),
     ``do_lower_case``, ``metadata`` (what else it records: keras_bert.json's contents; a task
-    preset's ``task`` and ``preprocessor``). ``vocabulary`` is the list of tokens (from
-    either) or None, ``has_vocabulary`` says whether there is one.
+    preset's ``task`` and ``preprocessor``), ``head`` (the `TaskHead` its files describe, or
+    None). ``vocabulary`` is the list of tokens (from either) or None, ``has_vocabulary``
+    says whether there is one.
 
     Example (`open_directory` returns one):
 
@@ -105,7 +110,7 @@ class Preset:
 
     def __init__(self, config, name=None, source=None, path=None, format=None,
                  vocab_path=None, vocab_file=None, do_lower_case=None, metadata=None,
-                 weights=None, tokens=None):
+                 weights=None, tokens=None, head=None):
         self.config = config
         self.name = name
         self.source = source
@@ -116,6 +121,7 @@ class Preset:
         self.vocab_file = vocab_file or vocab_path
         self.do_lower_case = do_lower_case
         self.metadata = metadata or {}
+        self.head = head
         self._weights = weights
 
     @property
@@ -240,6 +246,7 @@ def open_directory(directory, do_lower_case=None, require_weights=True, known_ca
     metadata = module.read_metadata(directory)
     module.check_files(directory, metadata)
     config = module.read_config(directory)
+    head = module.read_head(directory, metadata)
     vocab_file = module.vocab_file(directory)
     # What the files say of the casing; nothing to read when the caller decides it.
     recorded = module.recorded_casing(directory) if do_lower_case is None else []
@@ -252,4 +259,4 @@ def open_directory(directory, do_lower_case=None, require_weights=True, known_ca
                            override=do_lower_case, where=directory, tokens=tokens)
     return Preset(config, name=os.path.basename(directory.rstrip("/")), source=directory,
                   path=directory, format=fmt, vocab_path=vocab, vocab_file=vocab_file,
-                  do_lower_case=lower, metadata=metadata, tokens=tokens)
+                  do_lower_case=lower, metadata=metadata, tokens=tokens, head=head)

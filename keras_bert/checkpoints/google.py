@@ -23,13 +23,15 @@ from keras_bert.config import BertConfig
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 CHECKPOINT_PREFIX = "bert_model.ckpt"
+STATE_FILE = "checkpoint"  # TensorFlow's record of a directory's checkpoints
 # Every file this format reads (see `keras_bert.checkpoints.formats.check_links`).
-FILES = (CONFIG_FILE, VOCAB_FILE, "*.ckpt*")
+FILES = (CONFIG_FILE, VOCAB_FILE, "*.ckpt*", STATE_FILE)
 
 _SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/ExponentialMovingAverage")
 
 
-# Task heads of Google's fine-tuning scripts (run_classifier.py) live outside bert/ and cls/.
+# Task heads of Google's fine-tuning scripts live outside bert/ (run_classifier.py's) or under
+# cls/ (run_squad.py's cls/squad/*): see keras_bert.checkpoints.task_heads.
 TASK_HEAD_VARIABLES = ("output_weights", "output_bias")
 
 
@@ -42,17 +44,39 @@ def _is_model_variable(name):
 
 
 def find_checkpoint_prefix(directory):
-    """The checkpoint prefix inside ``directory`` (``bert_model.ckpt`` or any single ``*.index``)."""
+    """The checkpoint prefix inside ``directory``: ``bert_model.ckpt``, else the only
+    ``*.ckpt*.index``, else, of several (a fine-tuning run's ``--output_dir``, which keeps its
+    last five ``model.ckpt-<step>``), the one its ``checkpoint`` file names, TensorFlow's
+    latest."""
     prefix = os.path.join(directory, CHECKPOINT_PREFIX)
     if storage.isfile(prefix + ".index"):
         return prefix
     indexes = storage.glob(os.path.join(directory, "*.ckpt*.index"))
     if len(indexes) == 1:
         return indexes[0][: -len(".index")]
+    if len(indexes) > 1:
+        latest = _latest(directory)
+        if latest is not None and storage.isfile(latest + ".index"):
+            return latest
+        names = sorted(os.path.basename(index)[: -len(".index")] for index in indexes)
+        raise CheckpointError(
+            f"{directory} holds {len(names)} TF checkpoints ({', '.join(names)}) and no "
+            f"{STATE_FILE} file naming the latest: keep the one to load, or restore the "
+            f"{STATE_FILE} file TensorFlow wrote beside them.")
     raise CheckpointError(
         f"No TF checkpoint in {directory}: expected {CHECKPOINT_PREFIX}.index and "
         f"{CHECKPOINT_PREFIX}.data-00000-of-00001 beside {CONFIG_FILE}."
     )
+
+
+def _latest(directory):
+    """The prefix the ``checkpoint`` state file of ``directory`` names, or None."""
+    if not storage.isfile(os.path.join(directory, STATE_FILE)):
+        return None
+    try:
+        return tf.train.latest_checkpoint(directory)
+    except (tf.errors.OpError, ValueError):
+        return None
 
 
 def _reader(prefix):
@@ -197,6 +221,12 @@ def read_metadata(directory):
 
 def check_files(directory, metadata):
     """Google's layout records nothing to check its files against."""
+
+
+def read_head(directory, metadata):
+    """Google's files do not say which task a head belongs to (its names tell what they can:
+    `keras_bert.checkpoints.task_heads`): None."""
+    return None
 
 
 def recorded_casing(directory):

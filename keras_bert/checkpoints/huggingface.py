@@ -2,10 +2,14 @@
 or ``tokenizer.json``).
 
 Safetensors are read with ``safetensors.numpy``, so torch is not needed. A
-``pytorch_model.bin`` is read only when torch is installed, with ``weights_only=True``.
+``pytorch_model.bin`` is read only when torch is installed, with ``weights_only=True``. What
+transformers' TensorFlow classes wrote (``tf_model.h5``, or safetensors of their names) is
+read too (`keras_bert.checkpoints.huggingface_tf`).
 Both ``BertModel`` names (``embeddings.word_embeddings.weight``) and ``BertForPreTraining``
 names (``bert.embeddings...`` plus ``cls.predictions.*`` and ``cls.seq_relationship.*``) are
-understood, and so are the old LayerNorm names ``gamma``/``beta``. Dense weights are stored by
+understood, and so are the old LayerNorm names ``gamma``/``beta``; the task heads of the
+``BertFor*`` classes (``classifier.*``, ``qa_outputs.*``) are read under Google's names and
+``config.json`` says which task they belong to (`keras_bert.checkpoints.huggingface_heads`). Dense weights are stored by
 torch as ``[out, in]`` and transposed to Google's ``[in, out]``. A checkpoint of a model
 without a pooler (``BertForTokenClassification``, ``BertForQuestionAnswering``,
 ``BertForMaskedLM``) has no ``pooler.*``: its weights come without ``bert/pooler/*``.
@@ -29,7 +33,7 @@ from keras_bert import storage
 from keras_bert.checkpoints.common import (
     CheckpointError, build_config, check_shapes, read_json_object, require_file,
 )
-from keras_bert.checkpoints import huggingface_tokenizer
+from keras_bert.checkpoints import huggingface_heads, huggingface_tf, huggingface_tokenizer
 from keras_bert.checkpoints.huggingface_tokenizer import (
     TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, VOCAB_FILE,
 )
@@ -38,8 +42,9 @@ from keras_bert.config import BertConfig
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
+TF_FILE = huggingface_tf.TF_FILE
 # Every file this format reads (see `keras_bert.checkpoints.formats.check_links`).
-FILES = (CONFIG_FILE, SAFETENSORS_FILE, TORCH_FILE, VOCAB_FILE, TOKENIZER_CONFIG_FILE,
+FILES = (CONFIG_FILE, SAFETENSORS_FILE, TORCH_FILE, TF_FILE, VOCAB_FILE, TOKENIZER_CONFIG_FILE,
          TOKENIZER_FILE)
 
 # (Google name relative to the model, HF name relative to the model, transpose?)
@@ -119,6 +124,9 @@ def _tensor_shapes(directory):
                 f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
             ) from None
         return {k: tuple(v.shape) for k, v in state.items()}, pt_path
+    if not storage.isfile(pt_path) and storage.isfile(huggingface_tf.tf_file(directory)):
+        return huggingface_tf.h5_shapes(huggingface_tf.tf_file(directory)), \
+            huggingface_tf.tf_file(directory)
     tensors, source = _load_tensors(directory)  # remote .bin: read; or the error naming files
     return {k: tuple(v.shape) for k, v in tensors.items()}, source
 
@@ -173,9 +181,12 @@ def _load_tensors(directory):
                 f"Cannot read the PyTorch weights file {pt_path}: {type(e).__name__}: {e}"
             ) from None
         return {k: v.float().numpy() for k, v in state.items()}, pt_path
+    tf_path = huggingface_tf.tf_file(directory)
+    if storage.isfile(tf_path):
+        return huggingface_tf.h5_tensors(tf_path), tf_path
     raise CheckpointError(
         f"No Hugging Face weights in {directory}: expected {SAFETENSORS_FILE} (or "
-        f"{TORCH_FILE}) beside {CONFIG_FILE}."
+        f"{TORCH_FILE}, or transformers' TensorFlow {TF_FILE}) beside {CONFIG_FILE}."
     )
 
 
@@ -239,7 +250,10 @@ def read_config(directory):
 
 def _placed(names, config, source):
     """Where the (normalised) tensor ``names`` of a checkpoint go: ``([(google name, hf name,
-    transpose)], unexplained)``, the second the names inside the encoder with no place."""
+    transpose)], unexplained)``, the second the names inside the encoder with no place.
+    Names of transformers' TensorFlow classes are placed by `huggingface_tf.placed`."""
+    if huggingface_tf.is_tf(names):
+        return huggingface_tf.placed(names, source)
     prefix = "bert." if "bert.embeddings.word_embeddings.weight" in names else ""
     if prefix == "" and "embeddings.word_embeddings.weight" not in names:
         raise CheckpointError(
@@ -248,7 +262,8 @@ def _placed(names, config, source):
         )
     # Missing encoder names are left to check_shapes, which reports them.
     placed = [(google, hf, transpose) for google, hf, transpose
-              in name_map(config.num_hidden_layers, prefix) + _HEADS if hf in names]
+              in name_map(config.num_hidden_layers, prefix) + _HEADS + huggingface_heads.TASK_NAMES
+              if hf in names]
     taken = {hf for _, hf, _ in placed}
     return placed, [k for k in names if k not in taken and _in_encoder(k, prefix)]
 
@@ -293,30 +308,49 @@ def _in_encoder(key, prefix):
     return bool(prefix) or key.split(".")[0] in ("embeddings", "encoder", "pooler")
 
 
-def write_directory(directory, config, weights, vocab_path=None):
-    """Writes ``config.json``, ``model.safetensors`` and ``vocab.txt`` that transformers loads.
+def write_directory(directory, config, weights, vocab_path=None, head=None,
+                    do_lower_case=None, extra=None):
+    """Writes ``config.json``, ``model.safetensors`` and the tokenizer files (``vocab.txt``,
+    ``tokenizer.json``, ``tokenizer_config.json``: `huggingface_tokenizer.write_tokenizer`)
+    that transformers' ``Auto*`` classes load.
 
-    With pre-training head weights, the names are those of ``BertForPreTraining``.
+    The names are those of the transformers class of ``head``'s task (a `TaskHead`:
+    ``BertForSequenceClassification``, ...; see `huggingface_heads`); without one, those of
+    ``BertForPreTraining`` when ``weights`` hold pre-training heads, else ``BertModel``'s.
+    ``extra`` (keras_bert's task and preprocessor arguments) goes into ``config.json``.
     """
     from safetensors.numpy import save
 
     storage.makedirs(directory)
     has_heads = any(name.startswith("cls/") for name in weights)
-    prefix = "bert." if has_heads else ""
+    name = huggingface_heads.architecture(head, has_heads)
+    prefix = "" if name == "BertModel" else "bert."
+    names = name_map(config.num_hidden_layers, prefix)
+    if name in huggingface_heads.WITHOUT_POOLER:  # transformers builds these without one
+        names = [entry for entry in names if not entry[1].endswith(_POOLER_NAMES)]
+    if name == "BertForMaskedLM":
+        names += [entry for entry in _HEADS if entry[0].startswith("cls/predictions/")]
+    elif name in ("BertForPreTraining", "BertForNextSentencePrediction"):
+        names += _HEADS
+    names += huggingface_heads.head_names(name)
     tensors = {}
-    for google, hf, transpose in name_map(config.num_hidden_layers, prefix) + (_HEADS if has_heads else []):
+    for google, hf, transpose in names:
         if google in weights:
             value = np.asarray(weights[google], dtype=np.float32)
             tensors[hf] = np.ascontiguousarray(value.T if transpose else value)
     storage.write_bytes(os.path.join(directory, SAFETENSORS_FILE),
                         save(tensors, metadata={"format": "pt"}))
     values = config_to_json(config)
-    if has_heads:
-        values["architectures"] = ["BertForPreTraining"]
+    values.update(huggingface_heads.config_values(name, head, config, extra))
     storage.write_json(os.path.join(directory, CONFIG_FILE), values)
     if vocab_path is not None:
-        storage.copy(vocab_path, os.path.join(directory, VOCAB_FILE))
+        huggingface_tokenizer.write_tokenizer(directory, vocab_path, do_lower_case,
+                                              config.max_position_embeddings)
     return directory
+
+
+_POOLER_NAMES = tuple(hf for _, hf, _ in _POOLER)
+
 
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 def detect(directory):
@@ -325,7 +359,18 @@ def detect(directory):
 
 
 def read_metadata(directory):
-    return {}
+    """keras_bert's task and preprocessor arguments that ``config.json`` keeps (see
+    `huggingface_heads.recorded_arguments`), or ``{}``."""
+    path = os.path.join(directory, CONFIG_FILE)
+    return huggingface_heads.recorded_arguments(read_json_object(path, "Hugging Face config"),
+                                                path)
+
+
+def read_head(directory, metadata):
+    """The `TaskHead` of the ``BertFor*`` class ``config.json`` names, or None."""
+    path = os.path.join(directory, CONFIG_FILE)
+    return huggingface_heads.read_head_values(read_json_object(path, "Hugging Face config"),
+                                              path)
 
 
 def check_files(directory, metadata):

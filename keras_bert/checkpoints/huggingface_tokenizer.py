@@ -132,3 +132,66 @@ def vocab_file(directory):
     path = os.path.join(directory, VOCAB_FILE)
     tokenizer = os.path.join(directory, TOKENIZER_FILE)
     return tokenizer if not storage.isfile(path) and storage.isfile(tokenizer) else path
+
+
+# ---- writing ------------------------------------------------------------------------------
+SPECIAL_TOKENS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
+                  "sep_token": "[SEP]", "mask_token": "[MASK]"}
+
+
+def tokenizer_json(tokens, do_lower_case):
+    """The ``tokenizer.json`` of BERT's WordPiece tokenizer over ``tokens`` (id = position),
+    as transformers 5 saves a ``BertTokenizer``: ``BertNormalizer`` (lower-casing and accent
+    stripping as ``do_lower_case`` says, Chinese characters split), ``BertPreTokenizer``,
+    ``[CLS] A [SEP] (B [SEP])`` with segment ids 0 and 1, and the special tokens."""
+    ids = {token: i for i, token in enumerate(tokens)}
+    missing = [t for t in ("[UNK]", "[CLS]", "[SEP]") if t not in ids]
+    if missing:
+        raise CheckpointError(f"The vocabulary has no {', '.join(missing)}: transformers' "
+                              "BERT tokenizer needs them.")
+
+    def special(token, type_id):
+        return {"SpecialToken": {"id": token, "type_id": type_id}}
+
+    def sequence(name, type_id):
+        return {"Sequence": {"id": name, "type_id": type_id}}
+
+    added = [{"id": ids[token], "content": token, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": True}
+             for token in SPECIAL_TOKENS.values() if token in ids]
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": sorted(added, key=lambda entry: entry["id"]),
+        "normalizer": {"type": "BertNormalizer", "clean_text": True,
+                       "handle_chinese_chars": True, "strip_accents": None,
+                       "lowercase": bool(do_lower_case)},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [special("[CLS]", 0), sequence("A", 0), special("[SEP]", 0)],
+            "pair": [special("[CLS]", 0), sequence("A", 0), special("[SEP]", 0),
+                     sequence("B", 1), special("[SEP]", 1)],
+            "special_tokens": {token: {"id": token, "ids": [ids[token]], "tokens": [token]}
+                               for token in ("[CLS]", "[SEP]")},
+        },
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": ids},
+    }
+
+
+def write_tokenizer(directory, vocab_path, do_lower_case, model_max_length):
+    """Writes the tokenizer files transformers' ``AutoTokenizer`` reads into ``directory``:
+    ``vocab.txt`` (a copy of ``vocab_path``), ``tokenizer.json`` and ``tokenizer_config.json``
+    (``BertTokenizer``, ``do_lower_case``, ``model_max_length``). ``do_lower_case`` None: the
+    vocabulary decides (`keras_bert.checkpoints.casing`)."""
+    tokens = load_vocabulary(vocab_path)
+    if do_lower_case is None:
+        do_lower_case = casing.resolve([], tokens=tokens)
+    storage.copy(vocab_path, os.path.join(directory, VOCAB_FILE))
+    storage.write_json(os.path.join(directory, TOKENIZER_FILE),
+                       tokenizer_json(tokens, do_lower_case))
+    storage.write_json(os.path.join(directory, TOKENIZER_CONFIG_FILE), {
+        "tokenizer_class": "BertTokenizer", "do_lower_case": bool(do_lower_case),
+        "strip_accents": None, "tokenize_chinese_chars": True,
+        "model_max_length": model_max_length, **SPECIAL_TOKENS})

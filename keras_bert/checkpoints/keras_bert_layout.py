@@ -32,7 +32,7 @@ directory file by file, for that. Metadata without ``files`` is read as it is.
 import os
 
 from keras_bert import storage
-from keras_bert.checkpoints import casing, google
+from keras_bert.checkpoints import casing, google, task_heads
 from keras_bert.checkpoints.common import (
     CheckpointError, build_config, check_vocab, read_json_object, require_file,
 )
@@ -197,6 +197,14 @@ def write(directory, config, weights, vocab_path=None, do_lower_case=None, name=
 
 # ---- the format interface (`keras_bert.checkpoints.formats.FORMATS`) ----------------------
 detect = is_layout
+
+
+def read_head(directory, metadata):
+    """The `TaskHead` of the task a task preset records (``task``: its class, kind and head
+    arguments), or None."""
+    return task_heads.recorded_task(metadata, os.path.join(directory, METADATA_FILE))
+
+
 vocab_file = google.vocab_file
 vocabulary = google.vocabulary
 check_weights = google.check_weights

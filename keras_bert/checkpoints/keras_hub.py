@@ -5,6 +5,13 @@ Such a directory holds keras-hub's ``config.json`` (``BertBackbone``), ``model.w
 ``assets/tokenizer/vocabulary.txt``. The backbone is rebuilt with keras-hub itself (imported
 only here) and its variables are mapped to the canonical Google names. keras-hub's BERT
 computes the tanh approximation of GELU with LayerNorm epsilon 1e-12, so the config says so.
+
+A task preset adds ``task.json`` and ``task.weights.h5``. A ``BertTextClassifier``'s head (its
+one dense layer over the pooled output, kernel ``[hidden, num_classes]``) is read as Google's
+``output_weights`` (transposed) and ``output_bias``, with its ``num_classes``, ``dropout`` and
+``activation`` (`read_head`). keras-hub's ``BertMaskedLM`` head is not read: it computes the
+exact GELU with LayerNorm epsilon 1e-5 over an encoder of the tanh form, which keras_bert's
+masked-LM head (the original's) does not.
 """
 
 import os
@@ -13,7 +20,7 @@ import re
 import numpy as np
 
 from keras_bert import storage
-from keras_bert.checkpoints import casing
+from keras_bert.checkpoints import casing, task_heads
 from keras_bert.checkpoints.common import (
     CheckpointError, build_config, check_shapes, encoder_shapes, plain_vocabulary,
     read_json_object,
@@ -23,6 +30,10 @@ from keras_bert.config import BertConfig
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_FILE = "tokenizer.json"
+TASK_FILE = "task.json"
+TASK_WEIGHTS_FILE = "task.weights.h5"
+# Where Keras stores a BertTextClassifier's dense head in task.weights.h5 (kernel, bias).
+_CLASSIFIER = ("layers/dense/vars/0", "layers/dense/vars/1")
 VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
 # Every file this format reads, keras-hub's loader among the readers (see
 # `keras_bert.checkpoints.formats.check_links`).
@@ -172,6 +183,7 @@ def read_weights(directory, config):
     unexplained = [v.path for v in backbone.weights if canonical_name(v.path) is None]
     unexplained += _stored_blocks_beyond(weights_path, config.num_hidden_layers)
     check_shapes({k: v.shape for k, v in weights.items()}, config, weights_path, unexplained)
+    weights.update(_classifier_weights(directory))
     return weights
 
 
@@ -234,8 +246,10 @@ def list_variables(directory, config):
     if not storage.isfile(weights_path):
         raise CheckpointError(f"keras-hub weights file not found: {weights_path}.")
     stored = _stored_shapes(weights_path)
+    head = {name: tuple(np.shape(value)) for name, value in
+            _classifier_weights(directory, shapes_only=True).items()}
     if "layers/reversible_embedding/vars/0" not in stored:
-        return encoder_shapes(read_config(directory)), [], weights_path
+        return {**encoder_shapes(read_config(directory)), **head}, [], weights_path
     shapes, unexplained = {}, []
     for name, shape in stored.items():
         canonical = _stored_name(name)
@@ -244,7 +258,55 @@ def list_variables(directory, config):
             unexplained.append(name)
         else:
             shapes[canonical] = _flat(canonical, shape)
-    return shapes, unexplained, weights_path
+    return {**shapes, **head}, unexplained, weights_path
+
+
+def _task(directory):
+    """``(class name, config)`` of the directory's ``task.json``, or ``(None, {})``."""
+    path = os.path.join(directory, TASK_FILE)
+    if not storage.isfile(path):
+        return None, {}
+    values = read_json_object(path, "keras-hub task config")
+    config = values.get("config")
+    return values.get("class_name"), config if isinstance(config, dict) else {}
+
+
+def _classifier_weights(directory, shapes_only=False):
+    """A ``BertTextClassifier``'s head from ``task.weights.h5`` as Google's ``output_weights``
+    ``[num_classes, hidden]`` and ``output_bias`` (``{}`` for other tasks); with
+    ``shapes_only``, arrays of the right shapes stand in for the values (nothing is read)."""
+    if _task(directory)[0] != "BertTextClassifier":
+        return {}
+    import h5py
+
+    path = os.path.join(directory, TASK_WEIGHTS_FILE)
+    if not storage.isfile(path):
+        raise CheckpointError(f"keras-hub task weights file not found: {path} (task.json "
+                              "names a BertTextClassifier).")
+    try:
+        with storage.open(path, "rb") as stream, h5py.File(stream, "r") as f:
+            if not all(name in f for name in _CLASSIFIER):
+                raise CheckpointError(f"{path}: no {' or '.join(_CLASSIFIER)}; not a "
+                                      "BertTextClassifier's weights.")
+            kernel, bias = (np.empty(f[name].shape, np.float32) if shapes_only
+                            else np.asarray(f[name], np.float32) for name in _CLASSIFIER)
+    except OSError as e:
+        raise CheckpointError(f"Cannot read the keras-hub task weights file {path}: {e}") from None
+    return {"output_weights": kernel.T, "output_bias": bias}
+
+
+def read_head(directory, metadata):
+    """The `TaskHead` of a ``BertTextClassifier`` preset (``task.json``), else None."""
+    name, config = _task(directory)
+    if name != "BertTextClassifier":
+        return None
+    count = config.get("num_classes")
+    activation = config.get("activation")
+    return task_heads.TaskHead(
+        task_heads.SEQUENCE_CLASSIFICATION, f"{os.path.join(directory, TASK_FILE)} ({name})",
+        num_labels=count, dropout=config.get("dropout"),
+        problem_type=task_heads.REGRESSION if count == 1 else task_heads.SINGLE_LABEL,
+        activation=None if activation in (None, "linear") else activation)
 
 
 def _stored_shapes(weights_path):

@@ -246,7 +246,8 @@ def write(directory, config, weights, description, vocab_path=None, do_lower_cas
         raise CheckpointError(f"Cannot write a sentence-transformers model: "
                               f"{description['unsupported']}.")
     encoder = {k: v for k, v in weights.items() if k.startswith("bert/")}
-    huggingface.write_directory(directory, config, encoder, vocab_path=vocab_path)
+    huggingface.write_directory(directory, config, encoder, vocab_path=vocab_path,
+                                do_lower_case=do_lower_case)
     max_seq_length = description.get("max_seq_length") or config.max_position_embeddings
     tokenizer = {"tokenizer_class": "BertTokenizer", "model_max_length": int(max_seq_length),
                  "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]",
@@ -330,6 +331,11 @@ def read_config(directory):
 def read_metadata(directory):
     """``{METADATA_KEY: describe(directory)}``."""
     return {METADATA_KEY: describe(directory)}
+
+
+def read_head(directory, metadata):
+    """The Transformer module's head (`huggingface.read_head`): a ``BertModel``'s, None."""
+    return huggingface.read_head(_transformer_dir(directory), metadata)
 
 
 def check_files(directory, metadata):

@@ -142,7 +142,9 @@ def _classes(logits, softmaxed=False):
 
 class ClassifierServing(TaskServing):
     """`BertClassifier`: ``text`` (or ``text_a``, ``text_b``) -> ``logits``,
-    ``probabilities``, ``label_ids`` (+ ``labels``); regression -> ``score``.
+    ``probabilities``, ``label_ids`` (+ ``labels``); regression -> ``score``; multi-label ->
+    ``logits``, ``probabilities`` by sigmoid (+ ``labels``, the names of the classes above
+    0.5).
 
     >>> import tensorflow as tf
     >>> from keras_bert import BertClassifier
@@ -166,11 +168,29 @@ class ClassifierServing(TaskServing):
     def outputs(self, inputs, outputs):
         if self.model.regression:
             return {"score": outputs[:, 0]}
+        if self.model.multi_label:
+            return self._multi_label(outputs)
         softmaxed = self.model.activation is not None and (
             self.model.activation.__name__ == "softmax")
         probabilities, label_ids = _classes(outputs, softmaxed)
         out = {"logits": outputs, "probabilities": probabilities, "label_ids": label_ids}
         return self._with_labels(out, label_ids)
+
+
+    def _multi_label(self, outputs):
+        """A multi-label classifier: ``logits``, ``probabilities`` (each class's sigmoid)
+        [batch, num_classes], and with label names ``labels`` [batch, num_classes]: the name of
+        each class whose probability is above 0.5, "" for the others."""
+        sigmoided = self.model.activation is not None and (
+            self.model.activation.__name__ == "sigmoid")
+        probabilities = outputs if sigmoided else tf.sigmoid(outputs)
+        out = {"logits": outputs, "probabilities": probabilities}
+        if self.label_names is not None:  # (a gather, not a select, of strings: LiteRT has it)
+            count = len(self.label_names)
+            ids = tf.range(count)[None, :] + tf.zeros_like(probabilities, tf.int32)
+            chosen = tf.where(probabilities > 0.5, ids, count)  # count: the "" after the names
+            out["labels"] = tf.gather(tf.constant(self.label_names + [""]), chosen)
+        return out
 
 
 class MultipleChoiceServing(TaskServing):

@@ -16,7 +16,9 @@ Per task (``serving_default`` inputs -> outputs; "text only" outputs are not in
   [batch] -> ``logits``, ``probabilities`` float32 [batch, num_classes], ``label_ids``
   int32 [batch] (the argmax), and ``labels`` string [batch] when the model has
   ``label_names`` or is exported with them. Regression (``num_classes=1``): ``score``
-  float32 [batch].
+  float32 [batch]. Multi-label (``multi_label=True``): ``logits``, ``probabilities`` float32
+  [batch, num_classes], each class's sigmoid, and with label names ``labels`` string [batch,
+  num_classes], the name of each class whose probability is above 0.5 ("" for the others).
 * `BertTokenClassifier`: ``text`` [batch] (words separated by whitespace, as ``predict``
   splits them) -> per token ``logits``, ``probabilities`` float32 [batch, seq, num_classes]
   and ``label_ids`` int32 [batch, seq]; text only, per word: ``words`` string [batch, words]

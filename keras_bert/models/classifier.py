@@ -1,12 +1,15 @@
-"""`BertClassifier`: sentence and sentence-pair classification (and regression)."""
+"""`BertClassifier`: sentence and sentence-pair classification (single- and multi-label) and
+regression."""
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.models import retrieval
 from keras_bert.models.label_names import LabelNames
 from keras_bert.models.task import Task
 from keras_bert import checks
+from keras_bert.checkpoints.task_heads import SEQUENCE_CLASSIFICATION
 from keras_bert.checks import TaskInputError
 from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, head_dtype
 
@@ -17,11 +20,14 @@ class BertClassifier(LabelNames, Task):
 
     The original ``run_classifier.py`` head: ``pooled_output`` -> dropout -> dense, giving
     logits ``[batch, num_classes]``. ``num_classes=1`` is regression (e.g. STS-B): one score
-    per example, mean squared error.
+    per example, mean squared error. ``multi_label=True`` makes each class a yes/no of its
+    own (transformers' ``problem_type="multi_label_classification"``): labels are
+    ``[batch, num_classes]`` arrays of 0 and 1, the loss is the sigmoid cross-entropy of each
+    class, and the serving export gives each class's probability by sigmoid.
 
     Args:
         encoder: a `BertEncoder`.
-        num_classes: number of classes (1: regression).
+        num_classes: number of classes (1: regression, unless ``multi_label``).
         preprocessor: a `BertPreprocessor` to take raw text in fit/evaluate/predict, or None
             (inputs are packed dicts). `from_preset` attaches the preset's.
         dropout: dropout before the dense layer (default: the encoder's hidden dropout).
@@ -29,6 +35,8 @@ class BertClassifier(LabelNames, Task):
         label_names: the name of each class, in class-id order (`LabelNames`), or None.
             Kept in the config (``.keras``, ``save_to_preset``); the serving export names
             its labels with them. ``predict`` returns logits either way.
+        multi_label: each class a yes/no of its own (labels: multi-hot ``[batch,
+            num_classes]``; sigmoid cross-entropy; binary accuracy at probability 0.5).
         compile: compile with the BERT recipe and the default loss and metrics.
 
     Example:
@@ -44,10 +52,12 @@ class BertClassifier(LabelNames, Task):
     """
 
     trim_predictions = True  # one row per example: predict and serving cut the padding
+    head_task = SEQUENCE_CLASSIFICATION
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, activation=None,
-                 label_names=None, **kwargs):
+                 label_names=None, multi_label=False, **kwargs):
         self.num_classes = checks.count("num_classes", num_classes)
+        self.multi_label = checks.boolean("multi_label", multi_label)
         self.label_names = label_names
         if dropout is None:
             dropout = encoder.bert_config.hidden_dropout_prob
@@ -71,20 +81,30 @@ class BertClassifier(LabelNames, Task):
 
     @property
     def regression(self):
-        return self.num_classes == 1
+        return self.num_classes == 1 and not self.multi_label
+
+    @property
+    def _from_logits(self):
+        return self.activation in (None, keras.activations.linear)
 
     def default_loss(self):
         if self.regression:
             return keras.losses.MeanSquaredError()
-        from_logits = self.activation in (None, keras.activations.linear)
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits)
+        if self.multi_label:
+            return keras.losses.BinaryCrossentropy(from_logits=self._from_logits)
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=self._from_logits)
 
     def default_metrics(self):
         if self.regression:
             return [keras.metrics.MeanAbsoluteError(name="mae")]
+        if self.multi_label:  # a logit of 0 is a probability of 0.5
+            return [keras.metrics.BinaryAccuracy(name="accuracy",
+                                                 threshold=0.0 if self._from_logits else 0.5)]
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def check_labels(self, y):
+        if self.multi_label:
+            return _check_multi_hot(y, self.num_classes)
         if self.regression:
             values = np.asarray(y, dtype=np.float64).reshape(-1)
             bad = np.flatnonzero(~np.isfinite(values))
@@ -96,6 +116,8 @@ class BertClassifier(LabelNames, Task):
         check_class_ids(y, self.num_classes)
 
     def check_labels_in_graph(self, y):
+        if self.multi_label:
+            return tf.cast(y, "float32")
         if self.regression or not y.dtype.is_integer:
             return y
         return check_class_ids_in_graph(y, self.num_classes)
@@ -145,5 +167,23 @@ class BertClassifier(LabelNames, Task):
             "dropout": self.dropout,
             "activation": keras.activations.serialize(self.activation),
             "label_names": self.label_names,
+            "multi_label": self.multi_label,
         })
         return config
+
+
+def _check_multi_hot(y, num_classes):
+    """Multi-label labels (numpy): ``[examples, num_classes]`` of 0 and 1."""
+    try:
+        values = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TaskInputError("multi-label labels are numbers: one row per example, one 0 or "
+                             f"1 per class ({num_classes} columns).") from None
+    if values.ndim != 2 or values.shape[1] != num_classes:
+        raise TaskInputError(f"multi-label labels have shape {values.shape}; they are one row "
+                             f"per example with one 0 or 1 per class: [examples, {num_classes}].")
+    bad = np.argwhere((values != 0) & (values != 1))
+    if len(bad):
+        i, j = (int(k) for k in bad[0])
+        raise TaskInputError(f"multi-label label [{i}, {j}] is {values[i, j].item()!r}; each is 0 "
+                             "(the class does not apply) or 1 (it does).")

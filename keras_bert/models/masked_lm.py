@@ -6,6 +6,7 @@ import keras
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.models.task import Task
 from keras_bert.text.masked_lm_preprocessor import BertMaskedLMPreprocessor
+from keras_bert.checkpoints.task_heads import MASKED_LM
 
 POSITIONS = "masked_lm_positions"
 
@@ -69,6 +70,7 @@ class BertMaskedLM(Task):
 
     preprocessor_cls = BertMaskedLMPreprocessor
     reads_pooled_output = False
+    head_task = MASKED_LM
     preprocessor_makes_labels = True  # raw text: the masked ids are the labels
 
     def __init__(self, encoder, preprocessor=None, **kwargs):

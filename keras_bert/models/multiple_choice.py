@@ -8,6 +8,7 @@ from keras_bert.layers.heads import check_class_ids, check_class_ids_in_graph, h
 from keras_bert.config import INPUT_NAMES
 from keras_bert.models.task import Task
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
+from keras_bert.checkpoints.task_heads import MULTIPLE_CHOICE
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -33,6 +34,7 @@ class BertMultipleChoice(Task):
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertMultipleChoicePreprocessor
+    head_task = MULTIPLE_CHOICE
 
     def __init__(self, encoder, num_choices, preprocessor=None, dropout=None, **kwargs):
         self.num_choices = checks.count("num_choices", num_choices, low=2)

@@ -118,15 +118,18 @@ class PresetMixin:
         """
         return encoder_from_preset(cls, preset, load_weights=load_weights, **kwargs)
 
-    def save_to_preset(self, directory):
-        """Writes config, vocabulary (``self.vocabulary``, if any) and weights in keras_bert's
-        layout; returns ``directory``.
+    def save_to_preset(self, directory, format="keras_bert"):
+        """Writes config, vocabulary (``self.vocabulary``, if any) and weights in ``format``;
+        returns ``directory``.
 
-        The layout (`keras_bert.checkpoints.keras_bert_layout`) is a Google checkpoint
-        directory plus ``keras_bert.json``; ``from_preset(directory)`` loads it back. A model
+        keras_bert's layout (`keras_bert.checkpoints.keras_bert_layout`, the default) is a
+        Google checkpoint directory plus ``keras_bert.json``; ``format="google"`` writes
+        Google's files alone, ``format="huggingface"`` a ``BertModel`` directory that
+        transformers reads (``config.json``, ``model.safetensors``, the tokenizer files).
+        ``from_preset(directory)`` loads each back. A model
         from ``from_preset``, or loaded from a ``.keras`` file of one, writes the preset's
         vocabulary and casing; one built from a config alone writes none. An earlier preset
         in ``directory`` is replaced at once (`keras_bert.presets.preset_saver`): a reader
         finds the old one or the new one, never a mix.
         """
-        return PresetSaver(directory).save_encoder(self)
+        return PresetSaver(directory, format).save_encoder(self)

@@ -6,6 +6,7 @@ from keras_bert.layers.heads import head_dtype
 from keras_bert.models.masked_lm import mlm_graph, mlm_loss
 from keras_bert.models.task import Task
 from keras_bert.text.masked_lm_preprocessor import BertPretrainerPreprocessor
+from keras_bert.checkpoints.task_heads import PRETRAINING
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -37,6 +38,7 @@ class BertPretrainer(Task):
     trim_predictions = True  # one row per example: predict and serving cut the padding
 
     preprocessor_cls = BertPretrainerPreprocessor
+    head_task = PRETRAINING
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         inputs, outputs, mlm_logits, head = mlm_graph(encoder)

@@ -5,6 +5,7 @@ import keras
 from keras_bert.layers.heads import check_class_ids, head_dtype
 from keras_bert.models.task import Task
 from keras_bert.text.packer import min_seq_length
+from keras_bert.checkpoints.task_heads import QUESTION_ANSWERING
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -39,6 +40,7 @@ class BertSpanLabeler(Task):
     # A (question, context) pair keeps its question and cuts the context.
     preprocessor_defaults = {"truncator": "waterfall"}
     reads_pooled_output = False
+    head_task = QUESTION_ANSWERING
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         seq_length = getattr(preprocessor, "seq_length", None)

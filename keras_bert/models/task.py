@@ -72,6 +72,9 @@ class Task(PipelineModel):
     # Whether the head reads the encoder's pooled_output: from_preset of a checkpoint without
     # a pooler warns that it starts fresh only when it does.
     reads_pooled_output = True
+    # The kind of head (keras_bert.checkpoints.task_heads.TASKS) whose weights from_preset
+    # loads and save_to_preset writes; None: a task without one of those.
+    head_task = None
 
     def __init__(self, *args, encoder=None, preprocessor=None, compile=True, **kwargs):
         # keras.Model's functional constructor drops keyword arguments it does not know.
@@ -263,19 +266,26 @@ class Task(PipelineModel):
     @classmethod
     def from_preset(cls, preset, load_weights=True, **kwargs):
         """Builds the task model from a preset: the encoder with its weights, the preset's
-        preprocessor (vocabulary and casing), and the head, loaded when the checkpoint has
-        it with the same shape (a preset saved by ``save_to_preset``, Google's pre-training
-        heads), fresh otherwise.
+        preprocessor (vocabulary and casing), and the head: the checkpoint's when it holds
+        one of this task (a ``save_to_preset`` of this class; transformers' ``BertFor*`` of
+        the task; Google's ``run_classifier.py``/``run_squad.py`` heads; keras-hub's
+        ``BertTextClassifier``; the pre-training heads), with the arguments it decides
+        (``num_classes``, ``label_names`` from ``id2label``, ...); else fresh, which one log
+        line says. A checkpoint holding the fine-tuned head of another task is an error,
+        raised before anything is built, as is a ``num_classes`` that its head disagrees
+        with (docs/migrating.md).
 
         Args:
-            preset: a registered name (``keras_bert.presets()``), or a local directory
-                (keras_bert, Google, Hugging Face or keras-hub format) or Google ``.zip``.
+            preset: a registered name (``keras_bert.presets()``), a hub handle, or a local
+                directory (keras_bert, Google, Hugging Face or keras-hub format) or Google
+                ``.zip``.
             load_weights: False builds the architecture with fresh weights.
-            **kwargs: the head's arguments (e.g. ``num_classes=2``; a preset saved from this
-                class supplies its own), the preprocessor's (``seq_length``, ...),
-                ``preprocessor=None`` for none, ``dtype``, `BertConfig` fields to override,
-                and loading options (``url``, ``sha256``, ``do_lower_case``, ``progress``).
-                Any other name is a `TypeError` raised before anything is loaded.
+            **kwargs: the head's arguments (e.g. ``num_classes=2``, needed only when the
+                checkpoint has no head to take it from), the preprocessor's
+                (``seq_length``, ...), ``preprocessor=None`` for none, ``dtype``,
+                `BertConfig` fields to override, and loading options (``url``, ``sha256``,
+                ``do_lower_case``, ``progress``). Any other name is a `TypeError` raised
+                before anything is loaded.
         """
         return task_from_preset(cls, preset, load_weights=load_weights, **kwargs)
 
@@ -293,12 +303,18 @@ class Task(PipelineModel):
         return {}
 
     def save_to_preset(self, directory, format="keras_bert"):
-        """Writes the encoder and the head (Google's names), the config, the vocabulary and
-        the task's arguments in keras_bert's layout; ``from_preset(directory)`` loads it.
-        An earlier preset in ``directory`` is replaced at once
-        (`keras_bert.presets.preset_saver`). ``format="sentence_transformers"`` (a
-        `BertTextEmbedder`) writes a folder sentence-transformers loads. Returns
-        ``directory``."""
+        """Writes the encoder, the head, the config, the vocabulary and the task's arguments
+        to ``directory`` in ``format``; ``from_preset(directory)`` loads it back, and
+        returns ``directory``. An earlier preset there is replaced at once
+        (`keras_bert.presets.preset_saver`).
+
+        ``format``: ``"keras_bert"`` (Google's layout plus ``keras_bert.json``, with every
+        argument of the task and its preprocessor), ``"huggingface"`` (transformers'
+        ``AutoModelFor...``, ``AutoTokenizer`` and ``AutoConfig`` read it: the ``BertFor*``
+        class of the task, ``id2label`` from ``label_names``), ``"google"`` (what
+        ``run_classifier.py``/``run_squad.py`` read: ``output_weights`` or
+        ``cls/squad/*``; no label names) or ``"sentence_transformers"`` (a
+        `BertTextEmbedder`: a folder sentence-transformers loads)."""
         return PresetSaver(directory, format=format).save_task(self)
 
     def head_config(self):

@@ -10,6 +10,7 @@ from keras_bert.models.masked_lm import mlm_loss
 from keras_bert.models.label_names import LabelNames
 from keras_bert.models.task import Task
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
+from keras_bert.checkpoints.task_heads import TOKEN_CLASSIFICATION
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -43,6 +44,7 @@ class BertTokenClassifier(LabelNames, Task):
 
     preprocessor_cls = BertTokenClassifierPreprocessor
     reads_pooled_output = False
+    head_task = TOKEN_CLASSIFICATION
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=None, label_names=None,
                  **kwargs):

@@ -44,10 +44,12 @@ from keras_bert.presets import download
 from keras_bert.presets.preset_saver import PresetSaver
 
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
-HF_WEIGHTS = (huggingface.SAFETENSORS_FILE, huggingface.TORCH_FILE)  # the first one there
+# The first one there (tf_model.h5: a repository of transformers' TensorFlow classes alone).
+HF_WEIGHTS = (huggingface.SAFETENSORS_FILE, huggingface.TORCH_FILE, huggingface.TF_FILE)
 HF_FILES = (huggingface.CONFIG_FILE, huggingface.VOCAB_FILE, huggingface.TOKENIZER_CONFIG_FILE)
 KERAS_HUB_FILES = (keras_hub.CONFIG_FILE, keras_hub.WEIGHTS_FILE, keras_hub.TOKENIZER_FILE,
-                   keras_hub.VOCAB_FILE, "metadata.json")
+                   keras_hub.VOCAB_FILE, "metadata.json", keras_hub.TASK_FILE,
+                   keras_hub.TASK_WEIGHTS_FILE)  # (the task's, where a task preset has them)
 INSTALL = "pip install 'keras-bert-zoo[hub]' (requirements-hub.txt)"
 
 

@@ -22,19 +22,24 @@ against what the class takes before anything is resolved, then loads through one
 (384, True)
 """
 
+import inspect
+import logging
 import warnings
 
 import numpy as np
 
 from keras_bert import vocab
 from keras_bert.checks import check_kwargs, keyword_parameters
-from keras_bert.checkpoints.common import POOLER, has_pooler
+from keras_bert.checkpoints import task_heads
+from keras_bert.checkpoints.common import POOLER, CheckpointError, has_pooler
 from keras_bert.checkpoints.formats import Preset
 from keras_bert.config import BertConfig
 from keras_bert.presets.preset_saver import (
     PREPROCESSOR_KEY, TASK_KEY, pooler_fingerprint, preprocessor_arguments,
 )
 from keras_bert.presets.resolver import load_preset
+
+log = logging.getLogger("keras_bert.presets")
 
 # Keyword arguments of from_preset that steer loading rather than the model.
 LOAD_OPTIONS = ("url", "sha256", "do_lower_case", "progress")
@@ -167,8 +172,11 @@ class PresetLoader:
 
     def load_task(self, cls, load_weights=True, **kwargs):
         """The task model ``cls`` (see `task_from_preset` for ``kwargs``): the encoder with
-        its weights, the preprocessor (unless ``preprocessor`` is given), and the head,
-        loaded when the checkpoint has it with the same shapes, fresh otherwise."""
+        its weights, the preprocessor (unless ``preprocessor`` is given), and the head: the
+        checkpoint's when it holds one for the task (its arguments taken from it: see
+        `task_arguments`), else fresh, which one log line says (INFO, logger
+        ``keras_bert.presets``: a fresh head is where fine-tuning starts, so it prints
+        nothing unless logging shows INFO)."""
         kwargs = dict(kwargs)
         preprocessor_given = "preprocessor" in kwargs
         preprocessor = kwargs.pop("preprocessor", None)
@@ -179,11 +187,7 @@ class PresetLoader:
         overrides = {k: kwargs.pop(k) for k in _config_fields() if k in kwargs}
         pre_args = {k: kwargs.pop(k) for k in preprocessor_arguments(cls) if k in kwargs}
         encoder_args = {k: kwargs.pop(k) for k in ENCODER_ARGUMENTS if k in kwargs}
-
-        head_args = {}
-        if saved_task.get("class_name") == cls.__name__:
-            head_args.update(saved_task.get("config") or {})
-        head_args.update(kwargs)
+        head_args = self.task_arguments(cls, self.load_config(overrides), kwargs, load_weights)
 
         encoder = self.load_encoder(cls.encoder_cls, load_weights=load_weights, record=False,
                                     reads_pooled_output=getattr(cls, "reads_pooled_output", True),
@@ -192,9 +196,66 @@ class PresetLoader:
             preprocessor = self.load_preprocessor(cls, **pre_args)
         model = cls(encoder, preprocessor=preprocessor, **head_args)
         if load_weights:
-            load_head_weights(model, self.load_weights(encoder.bert_config),
-                              source=self.path or self.name)
+            loaded = load_head_weights(model, self.load_weights(encoder.bert_config),
+                                       source=self.path or self.name)
+            if not loaded and model.head_variables():
+                log.info("%s holds no %s head: %s's head (%s) starts fresh; train it "
+                         "before using its outputs.", self.path or self.name,
+                         getattr(cls, "head_task", None) or "task", cls.__name__,
+                         ", ".join(model.head_variables()))
         return model
+
+    def task_arguments(self, cls, config, kwargs, load_weights=True):
+        """The head arguments of the task model ``cls`` (of ``head_task`` kind) for ``config``,
+        decided before anything is built: those a task preset of the same class recorded,
+        then those the checkpoint's head decides (`task_heads.head_arguments`: its
+        ``num_classes``, label names, ...; with ``load_weights`` False, those its files
+        describe), then ``kwargs``. `CheckpointError` when the checkpoint holds another
+        task's head, a head of shapes the task cannot take (`task_heads.check_head`), or a
+        head of other ``num_classes`` than ``kwargs`` give; `TypeError` when an argument the
+        class needs is in none of them."""
+        task = getattr(cls, "head_task", None)
+        saved = self.metadata.get(TASK_KEY) or {}
+        args = dict(saved.get("config") or {}) if saved.get("class_name") == cls.__name__ else {}
+        found = {}
+        if task is not None:
+            source, head = self.path or self.name, self.preset.head
+            shapes = {}
+            if load_weights:
+                self.preset.check_variables(config)  # the encoder's names and shapes first
+                shapes = self.preset.variable_shapes(config)
+            task_heads.check_head(task, shapes, head, config.hidden_size, source, cls.__name__)
+            found = (task_heads.head_arguments(task, shapes, head) if load_weights
+                     else task_heads.described_arguments(task, head))
+            given = kwargs.get("num_classes")
+            if "num_classes" in found and given is not None and given != found["num_classes"]:
+                raise CheckpointError(
+                    f"{source}: num_classes={given} was given, but the checkpoint's {task} "
+                    f"head has {found['num_classes']} classes"
+                    f"{_labels(found.get('label_names'))}. Leave num_classes out to load that "
+                    f"head, or give {cls.__name__} a new one on the checkpoint's encoder: "
+                    f"{cls.__name__}(BertEncoder.from_preset(...), num_classes={given}).")
+        args.update(found)
+        args.update(kwargs)
+        missing = [name for name in _required(cls) if name not in args]
+        if missing:
+            why = (f"the checkpoint holds no {task} head to take it from" if task
+                   else "the preset does not record it")
+            raise TypeError(f"{cls.__name__}.from_preset({self.name!r}) needs "
+                            f"{' and '.join(missing)}: {why}.")
+        return args
+
+
+def _labels(names):
+    return "" if not names else f" ({', '.join(map(str, names[:10]))})"
+
+
+def _required(cls):
+    """The constructor arguments of a task class that have no default (but its parts)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [name for name, parameter in inspect.signature(cls.__init__).parameters.items()
+            if parameter.kind in kinds and parameter.default is inspect.Parameter.empty
+            and name not in ("self", "encoder", "preprocessor")]
 
 
 # -------------------------------------------------------------------- from_preset entries
@@ -275,9 +336,10 @@ def assign_encoder_weights(encoder, weights, source, warn=True):
 
 def load_head_weights(model, weights, source):
     """Assigns the head weights ``weights`` holds (Google's names and layouts) to the task
-    model's ``head_variables()`` (the saver's `head_weights` writes them). A checkpoint without them leaves the head fresh; one whose
-    head has other shapes (another ``num_classes``) too, with a warning that names both
-    shapes. Returns the names assigned."""
+    model's ``head_variables()`` (the saver's `head_weights` writes them); their shapes were
+    checked before the model was built (`PresetLoader.task_arguments`). A checkpoint without
+    them leaves the head fresh; one with part of it (a masked-LM head for `BertPretrainer`)
+    too, for the rest, with a warning naming it. Returns the names assigned."""
     variables = model.head_variables()
     present = [name for name in variables if name in weights]
     if not present:
@@ -288,12 +350,10 @@ def load_head_weights(model, weights, source):
         value = np.asarray(weights[name])
         value = value.T if transposed else value
         if tuple(value.shape) != tuple(variable.shape):
-            stored = tuple(np.shape(weights[name]))
-            want = tuple(variable.shape[::-1] if transposed else variable.shape)
-            warnings.warn(
-                f"{source}: the checkpoint's {name} has shape {stored}, this "
-                f"{type(model).__name__}'s needs {want}; its head starts fresh.", stacklevel=3)
-            return []
+            raise CheckpointError(
+                f"{source}: the checkpoint's {name} has shape {tuple(np.shape(weights[name]))}, "
+                f"this {type(model).__name__}'s {tuple(variable.shape)} (transposed: "
+                f"{transposed}).")
         arrays[name] = value
     missing = sorted(set(variables) - set(present))
     if missing:

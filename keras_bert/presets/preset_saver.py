@@ -15,6 +15,15 @@ imports none of them:
 * `save_preset`: a `Preset` as it is (the preset cache converts a downloaded checkpoint
   with it).
 
+The formats (`WRITERS`): ``"keras_bert"`` (the default: Google's layout plus
+``keras_bert.json``, which records everything ``from_preset`` needs to rebuild the same
+model), ``"huggingface"`` (what transformers' ``Auto*`` classes read: ``config.json`` naming the
+``BertFor*`` class of the task, with ``id2label``, ``problem_type``, keras_bert's own task
+arguments under ``"keras_bert"``; ``model.safetensors``; the tokenizer files) and
+``"google"`` (what the original scripts read: ``bert_config.json``, ``vocab.txt`` and
+``bert_model.ckpt`` with their head names, ``output_weights`` or ``cls/squad/*``; nothing
+else, so no label names).
+
 Each gathers a `Preset` (the description the loader builds from) and writes it with the
 writer `WRITERS` names for the format, into a new directory that then takes the place of
 what is there (`keras_bert.storage.replacing_dir`). A reader finds the old preset or the
@@ -25,7 +34,7 @@ sha256 of the files it goes with: `keras_bert.checkpoints.keras_bert_layout`). F
 directory that are not the format's (a training run's logs) stay.
 
 A format is one row of `WRITERS`: the function that writes a `Preset` into an empty
-directory, and the format's files (glob patterns) with the order they replace earlier ones.
+directory, and the files it replaces (glob patterns) with the order they replace earlier ones.
 
 >>> import tempfile
 >>> from keras_bert import BertEncoder
@@ -45,19 +54,20 @@ import numpy as np
 
 from keras_bert import storage, vocab
 from keras_bert.checks import keyword_parameters
-from keras_bert.checkpoints import keras_bert_layout, sentence_transformers
+from keras_bert.checkpoints import (
+    google, huggingface, keras_bert_layout, sentence_transformers, task_heads,
+)
 from keras_bert.checkpoints.common import POOLER, CheckpointError, check_vocab
 from keras_bert.checkpoints.formats import Preset
-
-# keras_bert.json keys of a task preset: the task (class and head arguments) and the
+# keras_bert.json keys of a task preset: the task (class, kind and head arguments) and the
 # preprocessor's arguments.
-TASK_KEY = "task"
-PREPROCESSOR_KEY = "preprocessor"
+from keras_bert.checkpoints.task_heads import PREPROCESSOR_KEY, TASK_KEY
 
 Writer = collections.namedtuple("Writer", "write files first last")
 Writer.__doc__ = """How one format is saved: ``write(directory, preset)`` fills an empty
-directory; ``files`` are the format's files (glob patterns: an earlier save's that this one
-lacks are removed), ``first`` and ``last`` the ones moved first and last when a directory is
+directory; ``files`` are the files it replaces (glob patterns: those of an earlier save, in
+this format or another keras_bert writes, that this one lacks are removed), ``first`` and
+``last`` the ones moved first and last when a directory is
 replaced file by file (see `keras_bert.storage.replacing_dir`).
 
 >>> WRITERS["keras_bert"].first, WRITERS["keras_bert"].last
@@ -66,9 +76,25 @@ replaced file by file (see `keras_bert.storage.replacing_dir`).
 
 
 def _write_keras_bert(directory, preset):
+    extra = dict(preset.metadata)
+    if preset.head is not None:  # what the files said of the head (id2label, ...)
+        extra[task_heads.HEAD_KEY] = preset.head.to_dict()
     keras_bert_layout.write(directory, preset.config, preset.weights(),
                             vocab_path=preset.vocab_path, do_lower_case=preset.do_lower_case,
-                            name=preset.name, source=preset.source, extra=preset.metadata)
+                            name=preset.name, source=preset.source, extra=extra)
+
+
+def _write_google(directory, preset):
+    google.write_directory(directory, preset.config, preset.weights(),
+                           vocab_path=preset.vocab_path)
+
+
+def _write_huggingface(directory, preset):
+    kept = {key: preset.metadata[key] for key in (TASK_KEY, PREPROCESSOR_KEY)
+            if key in preset.metadata}
+    huggingface.write_directory(directory, preset.config, preset.weights(),
+                                vocab_path=preset.vocab_path, head=preset.head,
+                                do_lower_case=preset.do_lower_case, extra=kept or None)
 
 
 def _write_sentence_transformers(directory, preset):
@@ -88,12 +114,27 @@ def _write_sentence_transformers(directory, preset):
         vocab_path=preset.vocab_path, do_lower_case=preset.do_lower_case)
 
 
+# Every file of the layouts keras_bert writes: a save in one removes an earlier save's files
+# in another, which would be read first (keras_bert.json, then bert_config.json;
+# sentence-transformers' modules.json) or by other tools (transformers reads config.json) and
+# no longer go with the new files. (Google's layout is keras_bert's without keras_bert.json;
+# another checkpoint of a training run, model.ckpt-<step>, is not one of these and stays; so
+# do folders such as 1_Pooling/, which nothing reads without modules.json, but for a
+# sentence-transformers save, which writes its own.)
+_ST_MODULE_FILES = "[0-9]*_*/*"
+_WRITTEN_FILES = tuple(dict.fromkeys(
+    keras_bert_layout.FILES + huggingface.FILES
+    + tuple(f for f in sentence_transformers.FILES if f != _ST_MODULE_FILES)))
+
 # The formats a preset is saved in: {format: Writer}.
 WRITERS = {
-    "keras_bert": Writer(_write_keras_bert, keras_bert_layout.FILES, keras_bert_layout.FIRST,
+    "keras_bert": Writer(_write_keras_bert, _WRITTEN_FILES, keras_bert_layout.FIRST,
                          keras_bert_layout.LAST),
-    "sentence_transformers": Writer(_write_sentence_transformers, sentence_transformers.FILES
-                                    + keras_bert_layout.FILES, (), sentence_transformers.LAST),
+    "google": Writer(_write_google, _WRITTEN_FILES, (), (keras_bert_layout.INDEX_FILE,)),
+    "huggingface": Writer(_write_huggingface, _WRITTEN_FILES, (), (huggingface.CONFIG_FILE,)),
+    "sentence_transformers": Writer(_write_sentence_transformers,
+                                    _WRITTEN_FILES + (_ST_MODULE_FILES,), (),
+                                    sentence_transformers.LAST),
 }
 
 
@@ -136,10 +177,14 @@ class PresetSaver:
     def save_task(self, task):
         """Writes the task model ``task``: the encoder and the head (Google's names), the
         config, the preprocessor's vocabulary and casing (without a preprocessor, the
-        encoder's), and the task's and preprocessor's arguments. Returns the directory."""
+        encoder's), and the task's kind (its ``head_task``) and its and the preprocessor's
+        arguments. Returns the directory."""
         weights = encoder_weights(task.encoder)
         weights.update(head_weights(task))
-        metadata = {TASK_KEY: {"class_name": type(task).__name__, "config": task.head_config()}}
+        kind, head_config = getattr(task, "head_task", None), task.head_config()
+        metadata = {TASK_KEY: {"class_name": type(task).__name__, "config": head_config}}
+        if kind is not None:
+            metadata[TASK_KEY]["head"] = kind
         metadata.update(task.preset_metadata())
         if task.preprocessor is not None:
             config = task.preprocessor.get_config()
@@ -150,8 +195,11 @@ class PresetSaver:
             tokens, do_lower_case = tokenizer.get_vocabulary(), tokenizer.do_lower_case
         else:
             tokens, do_lower_case = task.encoder.vocabulary, task.encoder.do_lower_case
+        head = None if kind is None else task_heads.from_task_config(
+            kind, head_config, type(task).__name__)
         preset = Preset(task.encoder.bert_config, name=task.name, source=type(task).__name__,
-                        do_lower_case=do_lower_case, metadata=metadata, weights=weights)
+                        do_lower_case=do_lower_case, metadata=metadata, weights=weights,
+                        head=head)
         return self._save(preset, tokens)
 
     def save_preset(self, preset):

@@ -198,3 +198,30 @@ def test_our_writer_is_read_by_google_saver(google_bert, tmp_path):
     got_seq, got_pooled = _ours(encoder, ids, mask, types_)
     assert np.abs(got_seq - want_seq).max() <= 1e-5
     assert np.abs(got_pooled - want_pooled).max() <= 1e-5
+
+
+def test_a_fine_tuning_runs_output_dir_loads_its_latest_checkpoint(tmp_path):
+    """run_classifier.py's --output_dir keeps its last checkpoints (model.ckpt-<step>) and
+    TensorFlow's `checkpoint` file naming the latest: that one loads; without the file,
+    several checkpoints are an error naming them."""
+    from keras_bert.checkpoints import CheckpointError
+    from tests.models.tiny import tiny_encoder
+
+    encoder = tiny_encoder(seed=0)
+    weights = encoder.get_canonical_weights()
+    google.write_directory(tmp_path, encoder.bert_config, weights)
+    (tmp_path / "bert_model.ckpt.index").rename(tmp_path / "model.ckpt-100.index")
+    (tmp_path / "bert_model.ckpt.data-00000-of-00001").rename(
+        tmp_path / "model.ckpt-100.data-00000-of-00001")
+    later = {k: v + 1.0 for k, v in weights.items()}
+    google.write_checkpoint(later, str(tmp_path / "model.ckpt-200"))
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-200"\n'
+                                         'all_model_checkpoint_paths: "model.ckpt-100"\n'
+                                         'all_model_checkpoint_paths: "model.ckpt-200"\n')
+    loaded = BertEncoder.from_preset(str(tmp_path)).get_canonical_weights()
+    np.testing.assert_array_equal(loaded["bert/pooler/dense/bias"],
+                                  later["bert/pooler/dense/bias"])
+    (tmp_path / "checkpoint").unlink()
+    with pytest.raises(CheckpointError, match=r"holds 2 TF checkpoints \(model.ckpt-100, "
+                                              r"model.ckpt-200\) and no checkpoint file"):
+        BertEncoder.from_preset(str(tmp_path))

@@ -128,3 +128,24 @@ def test_a_vocab_txt_that_is_not_the_tokenizer_json_vocabulary_is_refused(tmp_pa
         open_directory(directory)
     (directory / "vocab.txt").write_text("\n".join(_minilm_vocab()) + "\n", encoding="utf-8")
     assert open_directory(directory).vocab_path == str(directory / "vocab.txt")
+
+
+def test_the_tokenizer_files_written_are_those_transformers_writes(tmp_path):
+    """`write_tokenizer` writes the tokenizer.json transformers 5 saves for a BertTokenizer on
+    the same vocabulary (cased and uncased), and its tokenizer_config.json's casing."""
+    import json
+
+    from keras_bert.checkpoints import huggingface_tokenizer
+    from tests.conftest import minilm_dir
+
+    for lower in (True, False):
+        directory, _, _ = _transformers_dir(tmp_path / str(lower), do_lower_case=lower)
+        ours = tmp_path / f"ours-{lower}"
+        ours.mkdir()
+        huggingface_tokenizer.write_tokenizer(str(ours), str(minilm_dir() / "vocab.txt"),
+                                              lower, 512)
+        theirs = json.loads((directory / "tokenizer.json").read_text())
+        assert json.loads((ours / "tokenizer.json").read_text()) == theirs
+        config = json.loads((ours / "tokenizer_config.json").read_text())
+        assert config["do_lower_case"] is lower and config["tokenizer_class"] == "BertTokenizer"
+        assert (ours / "vocab.txt").read_text() == (minilm_dir() / "vocab.txt").read_text()

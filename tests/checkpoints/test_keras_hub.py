@@ -81,3 +81,38 @@ def test_keras_hub_bad_config_names_the_file(keras_hub_preset, tmp_path, mutate,
     (copy / "config.json").write_text(json.dumps(values))
     with pytest.raises(CheckpointError, match=rf"{copy / 'config.json'}: .*{message}"):
         BertEncoder.from_preset(str(copy))
+
+
+def test_a_keras_hub_classifier_loads_with_its_head(keras_hub_preset, tmp_path):
+    """A BertTextClassifier preset (task.json, task.weights.h5) gives BertClassifier.from_preset
+    its head, num_classes and activation: keras-hub's outputs on the same ids."""
+    import shutil
+
+    from keras_bert import BertClassifier
+
+    keras_hub = require("keras_hub")
+    import keras
+
+    directory, backbone, _ = keras_hub_preset
+    keras.utils.set_random_seed(3)
+    classifier = keras_hub.models.BertTextClassifier(backbone, num_classes=3, preprocessor=None)
+    kernel = classifier.output_dense.kernel
+    kernel.assign(np.random.default_rng(1).normal(0, 1.0, kernel.shape).astype("float32"))
+    copy = tmp_path / "classifier"
+    shutil.copytree(directory, copy)
+    classifier.save_to_preset(str(copy))
+    assert (copy / "task.json").is_file() and (copy / "task.weights.h5").is_file()
+
+    model = BertClassifier.from_preset(str(copy), preprocessor=None)
+    assert model.num_classes == 3 and model.label_names is None
+    ids = np.array([[2, 7, 9, 11, 3, 0, 0], [2, 5, 6, 8, 10, 12, 3]], "int32")
+    mask = (ids > 0).astype("int32")
+    segments = np.array([[0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1, 1]], "int32")
+    want = np.asarray(classifier({"token_ids": ids, "segment_ids": segments,
+                                  "padding_mask": mask}))
+    got = model.predict({"input_word_ids": ids, "input_mask": mask, "input_type_ids": segments},
+                        verbose=0)
+    assert np.abs(got - want).max() <= 1e-5 and np.ptp(want) > 0.1
+    with pytest.raises(CheckpointError, match=r"num_classes=2 was given, but the checkpoint's "
+                                              r"sequence-classification head has 3 classes"):
+        BertClassifier.from_preset(str(copy), num_classes=2, preprocessor=None)

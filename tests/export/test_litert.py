@@ -116,6 +116,11 @@ def test_classifier_pairs_and_regression(encoder, tmp_path):
 def test_multiple_choice(encoder, tmp_path):
     model = keras_bert.BertMultipleChoice(
         encoder, 3, preprocessor=keras_bert.BertMultipleChoicePreprocessor(VOCAB, 10))
+    # The head from a draw of its own, whichever tests ran before (Keras' global seed moves
+    # with each), so that the choices' logits stay apart (the gaps below).
+    rng = np.random.default_rng(0)
+    for variable, _ in model.head_variables().values():
+        variable.assign(rng.normal(0, 1.0, variable.shape).astype("float32"))
     saved, lite = _both(model, tmp_path, "choice")
     contexts = ["the cat", "a dog", ""]
     choices = [["sat", "ran", "is red"], ["ran", "sat", "was fun"], ["a", "", "the movie"]]
@@ -267,3 +272,16 @@ def test_errors(encoder, tmp_path):
     with pytest.raises(ExportError, match="quantized by Keras"):
         quantized.export(target, format="litert")
     assert not (tmp_path / "m.tflite").exists()  # nothing written by a refused export
+
+
+def test_multi_label_classifier(encoder, tmp_path):
+    """Each class's sigmoid and the names of those above 0.5, as the SavedModel gives them."""
+    model = keras_bert.BertClassifier(encoder, 3, multi_label=True,
+                                      label_names=["plot", "acting", "music"],
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
+    saved, lite = _both(model, tmp_path, "multi_label")
+    out = lite(text=TEXTS)
+    _close(out, saved["serving_default"](text=tf.constant(TEXTS)))
+    _varies(out["probabilities"])
+    named = out["labels"].astype(bool)
+    assert named.any() and not named.all()

@@ -76,6 +76,24 @@ def test_classifier_pairs_and_regression(encoder, tmp_path):
                                atol=1e-6)
 
 
+def test_multi_label_classifier_gives_each_class_a_probability(tmp_path):
+    """Multi-label: each class's sigmoid, and the names of the classes above 0.5."""
+    names = ["plot", "acting", "music"]
+    model = keras_bert.BertClassifier(tiny_encoder(seed=0, **TEXT_DEPENDENT), 3,
+                                      multi_label=True, label_names=names,
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
+    serve, ids = _export(model, tmp_path)
+    want = model.predict(TEXTS, verbose=0)
+    out = serve(text=tf.constant(TEXTS))
+    assert sorted(out) == ["labels", "logits", "probabilities"]
+    np.testing.assert_allclose(out["logits"], want, atol=1e-5)
+    np.testing.assert_allclose(out["probabilities"], 1 / (1 + np.exp(-want)), atol=1e-5)
+    named = [[names[j] if want[i, j] > 0 else "" for j in range(3)] for i in range(len(TEXTS))]
+    assert [[s.decode() for s in row] for row in out["labels"].numpy()] == named
+    assert 0 < sum(map(bool, sum(named, []))) < want.size  # some classes named, not all
+    assert sorted(ids(**_packed(model, TEXTS))) == ["labels", "logits", "probabilities"]
+
+
 def test_token_classifier_labels_words(encoder, tmp_path):
     model = keras_bert.BertTokenClassifier(
         encoder, 3, preprocessor=keras_bert.BertTokenClassifierPreprocessor(VOCAB, 8))

@@ -5,8 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert import (BertClassifier, BertMultipleChoice, BertPreprocessor,
+from keras_bert import (BertClassifier, BertEncoder, BertMultipleChoice, BertPreprocessor,
                         BertTokenClassifier, BertTokenClassifierPreprocessor)
+from keras_bert.checkpoints import CheckpointError
 from keras_bert.export import task_adapters
 from tests.models.tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder
 
@@ -35,13 +36,14 @@ def test_names_travel_through_keras_files_and_presets_and_predict_stays_logits(t
     loaded = BertClassifier.from_preset(str(tmp_path / "preset"))
     assert loaded.label_names == NAMES and loaded.num_classes == 3
     np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), logits, atol=1e-5)
-    # Other classes than the preset's: its names no longer fit, and saying so is an error
-    # that names both counts; label_names=None (or new names) takes the new head.
-    with pytest.raises(ValueError, match=r"label_names has 3 names .* but num_classes is 4"):
+    # Other classes than the preset's head has: an error naming both counts and the names,
+    # raised before anything is built; a new head goes on the preset's encoder.
+    with pytest.raises(CheckpointError, match=r"num_classes=4 was given, but the checkpoint's "
+                       r"sequence-classification head has 3 classes \(negative, neutral, "
+                       r"positive\)"):
         BertClassifier.from_preset(str(tmp_path / "preset"), num_classes=4)
-    with pytest.warns(UserWarning, match="its head starts fresh"):
-        fresh = BertClassifier.from_preset(str(tmp_path / "preset"), num_classes=2,
-                                           label_names=["no", "yes"])
+    fresh = BertClassifier(BertEncoder.from_preset(str(tmp_path / "preset")), num_classes=2,
+                           label_names=["no", "yes"])
     assert fresh.label_names == ["no", "yes"]
 
 

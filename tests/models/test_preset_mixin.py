@@ -93,3 +93,38 @@ def test_save_to_preset_on_ram_writes_only_there_and_loads_back(tmp_path, monkey
         loaded.save_to_preset(f"{root}/encoder")  # over itself: its own vocab.txt is kept
         assert BertEncoder.from_preset(f"{root}/encoder").vocabulary == list(VOCAB)
     storage.rmtree(root)
+
+
+def test_the_encoder_saves_in_each_format_and_transformers_reads_it(tmp_path):
+    """save_to_preset(format=...): Google's files alone, or a BertModel directory that
+    transformers' AutoModel and AutoTokenizer read (hidden states within 1e-4, the same ids);
+    each loads back with the same weights, vocabulary and casing."""
+    import numpy as np
+
+    from keras_bert import BertPreprocessor
+    from tests.conftest import minilm_dir
+    from tests.dependencies import require
+    from tests.models.tiny import TEXT_DEPENDENT, tiny_encoder
+
+    torch = require("torch")
+    transformers = require("transformers")
+    vocab = (minilm_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    encoder = tiny_encoder(seed=1, vocab_size=len(vocab), **TEXT_DEPENDENT)
+    encoder.vocabulary, encoder.do_lower_case = vocab, True
+    texts = ["Paris is the capital of France.", "The cat sat on the mat, quietly."]
+    for fmt in ("google", "huggingface"):
+        path = encoder.save_to_preset(str(tmp_path / fmt), format=fmt)
+        again = BertEncoder.from_preset(path)
+        assert again.vocabulary == vocab and again.do_lower_case is True
+        for name, value in encoder.get_canonical_weights().items():
+            np.testing.assert_array_equal(again.get_canonical_weights()[name], value, name)
+    packed = BertPreprocessor(vocab, seq_length=16)(texts)
+    hf = transformers.AutoModel.from_pretrained(str(tmp_path / "huggingface")).eval()
+    ids = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "huggingface"))(
+        texts, padding="max_length", max_length=16, return_tensors="np")
+    np.testing.assert_array_equal(ids["input_ids"], packed["input_word_ids"])
+    with torch.no_grad():
+        want = hf(**{k: torch.from_numpy(v).long() for k, v in ids.items()}).last_hidden_state
+    got = np.asarray(encoder(packed)["sequence_output"])
+    real = ids["attention_mask"].astype(bool)
+    assert np.abs(got - want.numpy())[real].max() <= 1e-4 and np.ptp(want.numpy()) > 1.0

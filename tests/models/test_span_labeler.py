@@ -67,9 +67,7 @@ def test_a_preprocessor_too_short_for_pairs_is_refused():
 
 
 def test_from_preset_seq_length_is_checked(tmp_path):
-    from keras_bert import BertClassifier
-
-    BertClassifier(tiny_encoder(), 2, preprocessor=BertPreprocessor(VOCAB, 16)).save_to_preset(
+    BertSpanLabeler(tiny_encoder(), preprocessor=BertPreprocessor(VOCAB, 16)).save_to_preset(
         str(tmp_path / "p"))
     with pytest.raises(ValueError, match=r"at least 5, got 4"):
         BertSpanLabeler.from_preset(str(tmp_path / "p"), seq_length=4)

@@ -233,7 +233,8 @@ def test_hf_repository_without_bert_weights_names_what_is_missing(monkeypatch, c
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     try:
         with pytest.raises(DownloadError, match=r"hf://org/docs holds no model\.safetensors or "
-                           r"pytorch_model\.bin; not a BERT checkpoint.*README\.md"):
+                           r"pytorch_model\.bin or tf_model\.h5; not a BERT checkpoint.*"
+                           r"README\.md"):
             load_preset("hf://org/docs", progress=False)
     finally:
         hub.close()
@@ -360,3 +361,28 @@ def test_an_incomplete_cache_entry_is_reported(hf_hub, cache):
         load_preset("hf://org/tiny-bert", progress=False)
     shutil.rmtree(target)
     assert load_preset("hf://org/tiny-bert", progress=False).format == "keras_bert"
+
+
+def test_a_fine_tuned_head_comes_through_a_handle_with_its_label_names(monkeypatch, cache):
+    """A repository of transformers' TensorFlow classes alone (tf_model.h5), a fine-tuned
+    classifier: the handle gives its head, classes and id2label names as its directory does,
+    and the converted copy in the cache keeps them for the next load."""
+    require("huggingface_hub")
+    import pathlib
+
+    fixture = (pathlib.Path(__file__).resolve().parents[1] / "checkpoints" / "tf_transformers"
+               / "sequence_classification")
+    hub = hubs.HfHub("org/tf-sentiment", hubs.files_of(fixture), commit=COMMIT)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    try:
+        model = BertClassifier.from_preset("hf://org/tf-sentiment", preprocessor=None)
+    finally:
+        hub.close()
+    again = BertClassifier.from_preset("hf://org/tf-sentiment", preprocessor=None)  # cached
+    local = BertClassifier.from_preset(str(fixture), preprocessor=None)
+    ids = np.array([[2, 5, 9, 7, 3, 0]], "int32")
+    x = {"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+         "input_type_ids": np.zeros_like(ids)}
+    for loaded in (model, again):
+        assert loaded.label_names == ["negative", "neutral", "positive"]
+        np.testing.assert_array_equal(loaded.predict(x, verbose=0), local.predict(x, verbose=0))

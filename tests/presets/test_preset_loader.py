@@ -225,3 +225,127 @@ def test_weights_that_do_not_fit_the_config_fail_before_any_model_is_built(tmp_p
     assert _RecordingEncoder.built == []  # failed in the check, not after building
     assert _RecordingEncoder.from_preset(path).bert_config.hidden_size == 16
     assert len(_RecordingEncoder.built) == 1
+
+
+# ------------------------------------------------------------ task heads
+class _RecordingSpanLabeler(keras_bert.BertSpanLabeler):
+    encoder_cls = _RecordingEncoder
+
+
+class _RecordingChoices(keras_bert.BertMultipleChoice):
+    encoder_cls = _RecordingEncoder
+
+
+def _task_directory(tmp_path, model, fmt):
+    """``model`` saved in ``fmt`` with its head (a tiny model: TEXT_DEPENDENT weights)."""
+    return model.save_to_preset(str(tmp_path / f"{type(model).__name__}-{fmt}"), format=fmt)
+
+
+@pytest.mark.parametrize("fmt", ["keras_bert", "huggingface", "google"])
+def test_a_head_of_another_task_is_an_error_before_anything_is_built(tmp_path, fmt):
+    from keras_bert.checkpoints import CheckpointError
+
+    squad = _task_directory(tmp_path, keras_bert.BertSpanLabeler(
+        tiny_encoder(vocab_size=len(VOCAB)), preprocessor=BertPreprocessor(VOCAB, 16)), fmt)
+    classifier = _task_directory(tmp_path, BertClassifier(
+        tiny_encoder(vocab_size=len(VOCAB)), 3, preprocessor=BertPreprocessor(VOCAB, 16)), fmt)
+    _RecordingEncoder.built.clear()
+    described = {"keras_bert": r"\(BertSpanLabeler\)",
+                 "huggingface": r"\(.*config\.json \(BertForQuestionAnswering\)\)",
+                 "google": r"\(cls/squad/output_weights, cls/squad/output_bias\)"}[fmt]
+    with pytest.raises(CheckpointError, match=rf"{squad} holds a question-answering head "
+                       rf"{described}, the head of another task than _RecordingClassifier's "
+                       r"\(sequence-classification\)\. Load it with the task it was trained "
+                       r"for, or give _RecordingClassifier a new head on the checkpoint's "
+                       r"encoder: _RecordingClassifier\(BertEncoder\.from_preset\(\.\.\.\), "
+                       r"\.\.\.\)\."):
+        _RecordingClassifier.from_preset(squad, num_classes=2)
+    described = {"keras_bert": "a sequence-classification head",
+                 "huggingface": "a sequence-classification head",
+                 "google": r"a classification head \(output_weights, output_bias: "
+                           r"run_classifier\.py's\)"}[fmt]
+    with pytest.raises(CheckpointError, match=rf"holds {described}.* than "
+                                              r"_RecordingSpanLabeler's \(question-answering\)"):
+        _RecordingSpanLabeler.from_preset(classifier)
+    assert _RecordingEncoder.built == []
+    # The pre-training tasks take any checkpoint's encoder (and their heads where it has them).
+    assert keras_bert.BertMaskedLM.from_preset(classifier, preprocessor=None) is not None
+
+
+def test_the_head_decides_num_classes_and_one_it_disagrees_with_is_an_error(tmp_path):
+    from keras_bert.checkpoints import CheckpointError
+
+    path = _task_directory(tmp_path, BertClassifier(
+        tiny_encoder(vocab_size=len(VOCAB)), 3, label_names=["a", "b", "c"],
+        preprocessor=BertPreprocessor(VOCAB, 16)), "huggingface")
+    _RecordingEncoder.built.clear()
+    with pytest.raises(CheckpointError, match=r"num_classes=2 was given, but the checkpoint's "
+                       r"sequence-classification head has 3 classes \(a, b, c\)\. Leave "
+                       r"num_classes out to load that head, or give _RecordingClassifier a new "
+                       r"one on the checkpoint's encoder: _RecordingClassifier\(BertEncoder\."
+                       r"from_preset\(\.\.\.\), num_classes=2\)\."):
+        _RecordingClassifier.from_preset(path, num_classes=2)
+    assert _RecordingEncoder.built == []
+    model = BertClassifier.from_preset(path, num_classes=3, label_names=["x", "y", "z"])
+    assert model.num_classes == 3 and model.label_names == ["x", "y", "z"]  # names: given win
+    # Without weights: the architecture the files describe (id2label's count and names).
+    fresh = BertClassifier.from_preset(path, load_weights=False)
+    assert (fresh.num_classes, fresh.label_names) == (3, ["a", "b", "c"])
+
+
+def test_head_shapes_the_task_cannot_take_are_errors_before_anything_is_built(tmp_path):
+    from keras_bert.checkpoints import CheckpointError, google
+
+    encoder = tiny_encoder(vocab_size=len(VOCAB))
+    weights = encoder.get_canonical_weights()
+    rng = np.random.default_rng(0)
+    for name, head in [("squad3", {"cls/squad/output_weights": (3, 16),
+                                   "cls/squad/output_bias": (3,)}),
+                       ("choices2", {"output_weights": (2, 16), "output_bias": (2,)}),
+                       ("bias", {"output_weights": (2, 16), "output_bias": (3,)})]:
+        google.write_directory(tmp_path / name, encoder.bert_config,
+                               {**weights, **{k: rng.normal(size=s) for k, s in head.items()}})
+    _RecordingEncoder.built.clear()
+    with pytest.raises(CheckpointError, match=r"squad3: its question-answering head has "
+                       r"cls/squad/output_weights \(3, 16\) and cls/squad/output_bias \(3,\); "
+                       r"_RecordingSpanLabeler takes cls/squad/output_weights \(2, 16\) and "
+                       r"cls/squad/output_bias \(2,\): a start and an end logit per token\."):
+        _RecordingSpanLabeler.from_preset(str(tmp_path / "squad3"), preprocessor=None)
+    with pytest.raises(CheckpointError, match=r"choices2: its multiple-choice head has "
+                       r"output_weights \(2, 16\) .* takes output_weights \(1, 16\) and "
+                       r"output_bias \(1,\): one score per choice\."):
+        _RecordingChoices.from_preset(str(tmp_path / "choices2"), num_choices=2,
+                                      preprocessor=None)
+    with pytest.raises(CheckpointError, match=r"bias: its sequence-classification head has "
+                       r"output_weights \(2, 16\) and output_bias \(3,\)"):
+        _RecordingClassifier.from_preset(str(tmp_path / "bias"), preprocessor=None)
+    assert _RecordingEncoder.built == []
+    # Google's output_weights [2, hidden], told apart by nothing but their shape: two classes.
+    assert BertClassifier.from_preset(str(tmp_path / "choices2"),
+                                      preprocessor=None).num_classes == 2
+
+
+def test_no_head_for_the_task_gives_a_fresh_one_said_once_in_the_log(tmp_path, caplog):
+    import logging
+
+    encoder = tiny_encoder(vocab_size=len(VOCAB))
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    encoder.vocab_path = str(tmp_path / "vocab.txt")
+    path = encoder.save_to_preset(str(tmp_path / "encoder"))
+    _RecordingEncoder.built.clear()
+    with pytest.raises(TypeError, match=r"_RecordingClassifier.from_preset\('encoder'\) needs "
+                       r"num_classes: the checkpoint holds no sequence-classification head to "
+                       r"take it from\."):
+        _RecordingClassifier.from_preset(path)
+    assert _RecordingEncoder.built == []
+    with caplog.at_level(logging.INFO, logger="keras_bert"):
+        model = BertClassifier.from_preset(path, num_classes=2, seq_length=16)
+    said = [r.getMessage() for r in caplog.records if "starts fresh" in r.getMessage()]
+    assert said == [f"{path} holds no sequence-classification head: BertClassifier's head "
+                    "(output_weights, output_bias) starts fresh; train it before using its "
+                    "outputs."]
+    caplog.clear()
+    saved = model.save_to_preset(str(tmp_path / "classifier"))
+    with caplog.at_level(logging.INFO, logger="keras_bert"):
+        BertClassifier.from_preset(saved)
+    assert not [r for r in caplog.records if "starts fresh" in r.getMessage()]

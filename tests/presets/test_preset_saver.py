@@ -161,9 +161,10 @@ def test_a_save_replacing_files_one_by_one_is_refused_until_it_is_complete(
 
 
 def test_the_saver_writes_the_formats_of_its_table_and_refuses_others(tmp_path):
-    assert list(WRITERS) == ["keras_bert", "sentence_transformers"]
+    assert list(WRITERS) == ["keras_bert", "google", "huggingface", "sentence_transformers"]
     with pytest.raises(ValueError, match=r"Unknown preset format 'onnx'; presets are saved in "
-                                         r"'keras_bert', 'sentence_transformers'\."):
+                                         r"'keras_bert', 'google', 'huggingface', "
+                                         r"'sentence_transformers'\."):
         PresetSaver(tmp_path, format="onnx")
     encoder = tiny_encoder()
     (tmp_path / "file").write_text("x")
@@ -174,3 +175,34 @@ def test_the_saver_writes_the_formats_of_its_table_and_refuses_others(tmp_path):
     loaded = BertEncoder.from_preset(str(tmp_path / "p"))
     np.testing.assert_array_equal(loaded.get_canonical_weights()["bert/embeddings/word_embeddings"],
                                   encoder.get_canonical_weights()["bert/embeddings/word_embeddings"])
+
+
+@pytest.mark.parametrize("root", ["local", "ram"])
+def test_each_format_replaces_an_earlier_save_in_another(tmp_path, root):
+    """A save in Google's or Hugging Face's layout over a preset in another takes its place
+    whole: the earlier layout's files (keras_bert.json, bert_config.json, config.json), which
+    would be read first or beside the new ones, go; a training run's other files stay. On
+    ram:// (gs://) too, written through tf.io.gfile."""
+    from keras_bert.checkpoints import detect_format
+
+    old, new = _old_and_new(new_vocabulary=True)
+    directory = str(tmp_path / "p") if root == "local" else "ram://keras_bert_saver/formats"
+    storage.rmtree(directory)
+    storage.makedirs(directory)
+    storage.write_text(os.path.join(directory, "train.log"), "epoch 1\n")
+    order = ["keras_bert", "google", "huggingface", "keras_bert", "huggingface", "google"]
+    for i, fmt in enumerate(order):
+        encoder = new if i % 2 else old
+        PresetSaver(directory, format=fmt).save_encoder(encoder)
+        assert detect_format(directory) == fmt
+        files = set(storage.listdir(directory))
+        assert "train.log" in files
+        assert ("keras_bert.json" in files) == (fmt == "keras_bert")
+        assert ("bert_config.json" in files) == (fmt != "huggingface")
+        assert ("config.json" in files) == (fmt == "huggingface")
+        loaded = BertEncoder.from_preset(directory)
+        got, want = _state(loaded), _state(encoder)
+        assert got[0] == want[0] and got[2] == want[2], fmt
+        for name, value in want[1].items():
+            np.testing.assert_array_equal(got[1][name], value, err_msg=f"{fmt}: {name}")
+    storage.rmtree(directory)
