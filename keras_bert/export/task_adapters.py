@@ -20,9 +20,11 @@ from keras_bert.models.masked_lm import BertMaskedLM
 from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.text_embedder import BertTextEmbedder
 from keras_bert.models.token_classifier import BertTokenClassifier
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
+from keras_bert.text.text_embedder_preprocessor import BertTextEmbedderPreprocessor
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 
 
@@ -129,6 +131,10 @@ class TaskServing:
                 out[key] = tf.where(label_ids >= 0, tf.gather(names, tf.maximum(label_ids, 0)),
                                     missing)
         return out
+
+    def add_functions(self, root):
+        """Adds functions other than the two signatures to the SavedModel's root object,
+        whose ``serving_default`` is traced (none by default)."""
 
     # ---- LiteRT
     def pack_tokens(self, tokenize, texts):
@@ -401,6 +407,66 @@ class MaskedLMServing(TaskServing):
         return out
 
 
+class TextEmbedderServing(TaskServing):
+    """`BertTextEmbedder`: ``text`` [batch] -> ``embeddings`` float32 [batch, dim], the
+    model's vectors (L2-normalized when the model normalizes). ``serving_default`` puts the
+    model's default prompt (``default_prompt_name``) before each text, as ``encode`` does;
+    ``serving_ids`` embeds the ids as they are. The SavedModel is also callable, as TF Hub's
+    text embedding models are: ``tf.saved_model.load(path)(texts)`` (and
+    ``hub.KerasLayer(path)``) gives the embeddings [batch, dim].
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import (BertConfig, BertEncoder, BertTextEmbedder,
+    ...                         BertTextEmbedderPreprocessor)
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertTextEmbedder(encoder,
+    ...                          preprocessor=BertTextEmbedderPreprocessor(vocab, seq_length=8))
+    >>> serving = TextEmbedderServing(model)
+    >>> texts = {"text": tf.constant(["a cat sat", "a dog"])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    >>> sorted(out), out["embeddings"].shape
+    (['embeddings'], TensorShape([2, 8]))
+    """
+
+    preprocessor_cls = BertTextEmbedderPreprocessor
+    litert = True
+
+    @property
+    def prompt(self):
+        """The text ``serving_default`` puts before each text: the default prompt, or ""."""
+        name = self.model.default_prompt_name
+        return self.model.prompts[name] if name is not None else ""
+
+    def read(self, texts):
+        (text,) = super().read(texts)
+        if self.prompt:
+            text = tf.strings.join([self.prompt, text])
+        return (text,)
+
+    def outputs(self, inputs, outputs):
+        return {"embeddings": outputs}
+
+    def add_functions(self, root):
+        # TF Hub's convention for text embeddings (Universal Sentence Encoder, NNLM): the
+        # object itself maps strings [batch] to vectors [batch, dim].
+        serve = root.serving_default
+        root.__call__ = tf.function(lambda text: serve({"text": text})["embeddings"],
+                                    input_signature=[tf.TensorSpec([None], tf.string)])
+
+    def pack_tokens(self, tokenize, texts):
+        if self.prompt:
+            raise ExportError(
+                f"The LiteRT export cannot put this model's default prompt "
+                f"({self.model.default_prompt_name!r}: {self.prompt!r}) before the texts "
+                "(LiteRT has no string ops): export the SavedModel, or export with "
+                "model.default_prompt_name = None and put the prompt in the texts.")
+        return super().pack_tokens(tokenize, texts)
+
+
 def _tokenize_with_masks(tokenizer, text):
     """Strings [batch] with ``[MASK]`` written in them -> ragged ids [batch, (tokens)] with
     the mask id there (the tokenizer alone reads ``[MASK]`` as the text "[ mask ]").
@@ -435,6 +501,7 @@ SERVING_ADAPTERS = {
     BertSpanLabeler: SpanLabelerServing,
     BertMaskedLM: MaskedLMServing,
     BertPretrainer: MaskedLMServing,
+    BertTextEmbedder: TextEmbedderServing,
 }
 
 
