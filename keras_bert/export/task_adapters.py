@@ -137,6 +137,10 @@ class TaskServing:
         whose ``serving_default`` is traced (none by default)."""
 
     # ---- LiteRT
+    def check_litert(self):
+        """ExportError when this model's LiteRT export cannot be made though its task's can
+        (`litert`); checked before anything is traced."""
+
     def pack_tokens(self, tokenize, texts):
         """The signature's text inputs -> the model's inputs, packed as `pack` packs them but
         tokenized by ``tokenize`` (strings [batch] -> ragged int32 ids [batch, (tokens)]):
@@ -457,14 +461,13 @@ class TextEmbedderServing(TaskServing):
         root.__call__ = tf.function(lambda text: serve({"text": text})["embeddings"],
                                     input_signature=[tf.TensorSpec([None], tf.string)])
 
-    def pack_tokens(self, tokenize, texts):
+    def check_litert(self):
         if self.prompt:
             raise ExportError(
                 f"The LiteRT export cannot put this model's default prompt "
                 f"({self.model.default_prompt_name!r}: {self.prompt!r}) before the texts "
                 "(LiteRT has no string ops): export the SavedModel, or export with "
                 "model.default_prompt_name = None and put the prompt in the texts.")
-        return super().pack_tokens(tokenize, texts)
 
 
 def _tokenize_with_masks(tokenizer, text):

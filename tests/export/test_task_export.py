@@ -353,15 +353,11 @@ def _int8_cases():
         "pretrainer": (lambda e: keras_bert.BertPretrainer(
             e, preprocessor=keras_bert.BertPretrainerPreprocessor(VOCAB, 12)),
             lambda m: (masked_x(m), {"next_sentence_probabilities": nsp(m, masked_x(m))})),
-        "text_embedder": (lambda e: keras_bert.BertTextEmbedder(
-            e, preprocessor=keras_bert.BertTextEmbedderPreprocessor(VOCAB, 16)),
-            lambda m: ({"text": TEXTS}, {"embeddings": m.predict(TEXTS, verbose=0)})),
     }
 
 
 @pytest.mark.parametrize("name", ["classifier", "token_classifier", "span_labeler",
-                                  "multiple_choice", "masked_lm", "pretrainer",
-                                  "text_embedder"])
+                                  "multiple_choice", "masked_lm", "pretrainer"])
 def test_int8_task_models_save_reload_export_and_serve(name, tmp_path):
     """After model.quantize("int8"), every task model saves to .keras and loads back int8;
     the reloaded model's export runs on the int8 kernel (a core TensorFlow op: required_ops
