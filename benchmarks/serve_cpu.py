@@ -47,18 +47,17 @@ from benchmarks.common import harness  # noqa: E402
 harness.start()  # before TensorFlow: keep its C++ logging out of the table
 
 import os  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 
 from absl import flags, logging  # noqa: E402
 
-from benchmarks.common import contenders as contenders_lib  # noqa: E402
+from benchmarks.common import contenders as contenders_lib, cpu_timing  # noqa: E402
 
 FLAGS = flags.FLAGS
-harness.define_flags(batch_size=32, seq_length=128, rounds=3)
+harness.define_flags(batch_size=32, seq_length=128, rounds=3, max_texts=0,
+                     latency_texts=200, latency_block=25, threads=0)
 flags.DEFINE_string("model", str(harness.REPO / "demo_model" / "model.keras"),
                     "A fine-tuned BertClassifier (.keras); or 'minilm_l6' for it with an "
                     "untrained 2-class head, 'tiny' for a random 2-layer model (accuracy is "
@@ -68,15 +67,6 @@ flags.DEFINE_enum("data", "movie_reviews", ["movie_reviews", "wikipedia"],
                   "lines (no labels: no accuracy).")
 flags.DEFINE_list("contenders", list(contenders_lib.ALL),
                   f"Which to run, of: {', '.join(contenders_lib.ALL)}.")
-flags.DEFINE_integer("max_texts", 0, "Use the first N test texts only (0: all).")
-flags.DEFINE_integer("latency_texts", 200, "Single texts timed for the batch-1 latency.")
-flags.DEFINE_integer("latency_block", 25,
-                     "Single texts each contender runs in a row for the batch-1 latency, "
-                     "after one untimed call (1: interleaved text by text, each call after "
-                     "another runtime's, cold caches: every latency is several times higher).",
-                     lower_bound=1)
-flags.DEFINE_integer("threads", 0, "Threads for every runtime but TensorFlow's (0: the CPU "
-                     "count).")
 flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0,
                      "The *_session contenders' intra-op threads (threads one op may use), as "
                      "tensorflow_model_server's flag of this name (0: TensorFlow picks).")
@@ -103,53 +93,6 @@ def load_texts():
     return texts, labels
 
 
-def batches(texts, size):
-    return [texts[i:i + size] for i in range(0, len(texts), size)]
-
-
-def time_batch32(runners, texts):
-    """texts/s of each runner over ``texts`` in batches, best of interleaved rounds; and each
-    runner's predictions (argmax) from its last round."""
-    chunks = batches(texts, FLAGS.batch_size)
-    best = {name: 0.0 for name in runners}
-    predictions = {}
-    order = list(runners)
-    for name in order:  # warm-up: traces, compiles, first allocations
-        for chunk in chunks[:3]:
-            runners[name](chunk)
-    for _ in range(FLAGS.rounds):
-        order.reverse()
-        for name in order:
-            run = runners[name]
-            outs = []
-            start = time.perf_counter()
-            for chunk in chunks:
-                outs.append(run(chunk))
-            seconds = time.perf_counter() - start
-            best[name] = max(best[name], len(texts) / seconds)
-            predictions[name] = contenders_lib.concat(outs)
-    return best, predictions
-
-
-def time_batch1(runners, texts):
-    """Median milliseconds of one text per call. The texts go in blocks of
-    ``--latency_block``: each contender runs a block in turn (the order reversed every
-    block), after one untimed call, so that every timed call follows a call of the same
-    runtime, as on a server, while load drifts evenly over all of them."""
-    times = {name: [] for name in runners}
-    order = list(runners)
-    size = FLAGS.latency_block
-    for i, block in enumerate(batches(texts, size)):
-        for name in (order if i % 2 else reversed(order)):
-            if size > 1:
-                runners[name]([block[0]])
-            for text in block:
-                start = time.perf_counter()
-                runners[name]([text])
-                times[name].append((time.perf_counter() - start) * 1e3)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def main(argv):
     del argv
     # Every contender asked for runs: each is known and has its packages, or the run stops.
@@ -157,7 +100,7 @@ def main(argv):
         sys.exit("serve_cpu.py: --contenders is empty; choose from "
                  f"{', '.join(contenders_lib.ALL)}")
     harness.require_contenders("--contenders", FLAGS.contenders, contenders_lib.NEEDS)
-    import keras_bert  # first: loads TensorFlow without its C++ start-up lines
+    import keras_bert  # noqa: F401  first: loads TensorFlow without its C++ start-up lines
 
     # ONNX Runtime's quantizer logs every tensor and advises pre-processing; the torch
     # exporter, Keras' quantize and transformers warn about what this script does on purpose.
@@ -168,13 +111,10 @@ def main(argv):
                  "(it writes demo_model/model.keras), pass another fine-tuned BertClassifier, "
                  "or --model=minilm_l6 for it with an untrained head.")
     threads = FLAGS.threads or os.cpu_count() or 1
-    cpu, have = harness.cpu_description()
-    print(f"CPU: {cpu}; {os.cpu_count()} logical CPUs; threads per runtime: {threads}; "
-          "TensorFlow sessions (*_session): intra-op "
+    cpu, have = cpu_timing.print_cpu(threads)
+    print("TensorFlow sessions (*_session): intra-op "
           f"{FLAGS.tensorflow_intra_op_parallelism or 'auto'}, inter-op "
           f"{FLAGS.tensorflow_inter_op_parallelism or 'auto'}")
-    print("CPU flags: " + ", ".join(f"{name} {'yes' if on else 'no'}"
-                                     for name, on in have.items()))
     texts, labels = load_texts()
     what = "movie-review test snippets" if FLAGS.data == "movie_reviews" else "Wikipedia lines"
     print(f"texts: {len(texts)} {what}; batch {FLAGS.batch_size}; "
@@ -184,20 +124,12 @@ def main(argv):
     setup = contenders_lib.Setup(FLAGS.model, FLAGS.seq_length, threads, workdir,
                                  session_threads=(FLAGS.tensorflow_intra_op_parallelism,
                                                   FLAGS.tensorflow_inter_op_parallelism))
-    runners, setup_seconds = {}, {}
-    for name in FLAGS.contenders:
-        start = time.perf_counter()
-        with keras_bert.backend.quiet_native_stderr():  # TF's and ORT's one-off notices
-            runners[name] = contenders_lib.ALL[name](setup)
-        setup_seconds[name] = time.perf_counter() - start
-        print(f"ready: {name} ({setup_seconds[name]:.1f} s)", flush=True)
-
-    with keras_bert.backend.quiet_native_stderr():  # first calls: LiteRT's delegate notice
-        for run in runners.values():
-            run(texts[:FLAGS.batch_size])
-            run(texts[:1])
-    rates, predictions = time_batch32(runners, texts)
-    latency = time_batch1(runners, texts[:FLAGS.latency_texts])
+    runners, setup_seconds = cpu_timing.build_runners(
+        FLAGS.contenders, contenders_lib.ALL, setup, texts, FLAGS.batch_size)
+    rates, predictions = cpu_timing.time_batched(runners, texts, FLAGS.batch_size,
+                                                 FLAGS.rounds)
+    latency = cpu_timing.time_single(runners, texts[:FLAGS.latency_texts],
+                                     FLAGS.latency_block)
     rows = contenders_lib.summarize(runners, rates, latency, predictions, labels)
     contenders_lib.print_table(rows)
     summary = contenders_lib.targets(rows)

@@ -117,6 +117,8 @@ class Setup:
         return self.hf_tokenizer(texts, padding="longest", truncation=True,
                                  max_length=self.seq_length, return_tensors=tensors)
 
+    onnx_output = "logits"  # the name of `hf_model`'s output in the ONNX file
+
     @functools.cached_property
     def onnx_fp32(self):
         import torch
@@ -126,10 +128,10 @@ class Setup:
         example = self.tokenize(["a first text", "and a second, longer one"], "pt")
         names = ["input_ids", "attention_mask", "token_type_ids"]
         axes = {n: {0: "batch", 1: "sequence"} for n in names}
-        axes["logits"] = {0: "batch"}
+        axes[self.onnx_output] = {0: "batch"}
         torch.onnx.export(model, tuple(example[n] for n in names), path, input_names=names,
-                          output_names=["logits"], dynamic_axes=axes, opset_version=17,
-                          dynamo=False)
+                          output_names=[self.onnx_output], dynamic_axes=axes,
+                          opset_version=17, dynamo=False)
         return path
 
     @functools.cached_property
@@ -141,13 +143,14 @@ class Setup:
         return path
 
 
-def _saved_model_runner(setup, quantized):
-    """The serving SavedModel (`model.export`) run by TensorFlow's TF2 loader, as
-    ``tf.saved_model.load`` users and keras_bert's own server run it."""
+def saved_model_runner(setup, quantized, output="probabilities"):
+    """The serving SavedModel (`model.export`; ``model.quantize("int8")`` first when
+    ``quantized``) run by TensorFlow's TF2 loader, as ``tf.saved_model.load`` users and
+    keras_bert's own server run it: texts -> its ``output``."""
     import tensorflow as tf
 
     serve = tf.saved_model.load(setup.export(quantized)).signatures["serving_default"]
-    return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
+    return lambda texts: serve(text=tf.constant(texts))[output].numpy()
 
 
 def keras_bert_fp32_plain(setup):
@@ -196,11 +199,11 @@ def _session_runner(setup, quantized):
 
 
 def keras_bert_fp32(setup):
-    return _saved_model_runner(setup, quantized=False)
+    return saved_model_runner(setup, quantized=False)
 
 
 def keras_bert_int8(setup):
-    return _saved_model_runner(setup, quantized=True)
+    return saved_model_runner(setup, quantized=True)
 
 
 def keras_bert_fp32_session(setup):
@@ -211,21 +214,23 @@ def keras_bert_int8_session(setup):
     return _session_runner(setup, quantized=True)
 
 
-def _litert_runner(setup, quantize):
+def litert_runner(setup, quantize, output="probabilities"):
+    """The keras_bert model's LiteRT model (``quantize``: None or "int8"): texts -> its
+    ``output``."""
     from keras_bert.export import litert_model
 
     path = os.path.join(setup.workdir, f"model.{quantize or 'fp32'}.tflite")
     setup.model.export(path, format="litert", quantize=quantize)
     runner = litert_model.load(path, num_threads=setup.threads)
-    return lambda texts: runner(text=texts)["probabilities"]
+    return lambda texts: runner(text=texts)[output]
 
 
 def litert_fp32(setup):
-    return _litert_runner(setup, None)
+    return litert_runner(setup, None)
 
 
 def litert_int8(setup):
-    return _litert_runner(setup, "int8")
+    return litert_runner(setup, "int8")
 
 
 def hf_torch(setup, compiled=False):
@@ -245,14 +250,20 @@ def torch_compile(setup):
     return hf_torch(setup, compiled=True)
 
 
-def _ort_runner(setup, path):
+def ort_session(setup, path):
+    """An ONNX Runtime CPU session of the ONNX file ``path`` (every graph optimization,
+    ``setup.threads`` threads) and the names of its inputs."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = setup.threads
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
+    return session, [i.name for i in session.get_inputs()]
+
+
+def _ort_runner(setup, path):
+    session, names = ort_session(setup, path)
 
     def run(texts):
         encoded = setup.tokenize(texts, "np")

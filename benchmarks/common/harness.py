@@ -51,6 +51,12 @@ HELP = {
                   "mixed_float16).",
     "xla": "jit_compile settings for the Keras models: on, off.",
     "peers": "Peers to measure: keras_hub, hf_torch (encoder.py also torch_compile).",
+    "max_texts": "Use the first N test texts only (0: all).",
+    "latency_texts": "Single texts timed for the batch-1 latency.",
+    "latency_block": "Single texts each contender runs in a row for the batch-1 latency, after "
+                     "one untimed call (1: interleaved text by text, each call after another "
+                     "runtime's, cold caches: every latency is several times higher).",
+    "threads": "Threads for every runtime (0: the CPU count).",
 }
 
 
@@ -60,6 +66,8 @@ HELP = {
 PACKAGES = {
     "torch": "torch (requirements-hf.txt, the [hf] extra)",
     "transformers": "transformers (requirements-test.txt)",
+    "sentence_transformers": "sentence-transformers (requirements-test.txt)",
+    "tokenizers": "tokenizers (with transformers: requirements-test.txt)",
     "keras_hub": "keras-hub (requirements-keras-hub.txt, the [keras_hub] extra)",
     "onnxruntime": "onnxruntime (requirements-test.txt)",
     "onnx": "onnx (requirements-test.txt)",

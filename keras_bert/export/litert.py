@@ -13,6 +13,8 @@ int32 [batch, seq]), for clients that tokenize themselves.
 * `BertMultipleChoice`: ``context`` [batch], ``choices`` [batch, num_choices] ->
   ``logits``, ``probabilities`` [batch, num_choices], ``label_ids`` [batch];
   ``serving_ids`` takes [batch, num_choices, seq].
+* `BertTextEmbedder`: ``text`` [batch] -> ``embeddings`` float32 [batch, dim] (a model
+  with a default prompt is refused: LiteRT cannot join strings; the SavedModel puts it in).
 * `BertEncoder` (or a task model's, with ``encoder_only=True``): ``text`` (or ``text_a``,
   ``text_b``) -> ``pooled_output`` float32 [batch, hidden], ``sequence_output`` float32
   [batch, seq, hidden] and ``input_mask`` int32 [batch, seq] (1 on tokens, 0 on padding);
@@ -64,8 +66,8 @@ def export_litert(model, filepath, quantize=None, pairs=False, label_names=None,
     the module docstring). ``model.export(filepath, format="litert", ...)`` calls it.
 
     Args:
-        model: a `BertClassifier` or `BertMultipleChoice` with a preprocessor, or a
-            `BertEncoder`.
+        model: a `BertClassifier`, `BertMultipleChoice` or `BertTextEmbedder` with a
+            preprocessor, or a `BertEncoder`.
         filepath: the ``.tflite`` file to write (local, ``gs://``, any `tf.io.gfile` path),
             written atomically. For TF Serving's layout with ``--prefer_tflite_model``:
             ``<base>/<name>/<version>/model.tflite``.
@@ -181,6 +183,7 @@ def _task_module(model, pairs, label_names):
             f"BertEncoder, got {type(model).__name__}: its text outputs need string ops that "
             f"LiteRT has no kernels for. Export its SavedModel (model.export(dir)), or its "
             f"encoder (model.export(path, format='litert', encoder_only=True)).")
+    task.check_litert()
     if quantization.quantized_layers(model):
         raise ExportError(
             "This model is quantized by Keras (model.quantize); its LiteRT export would hold "

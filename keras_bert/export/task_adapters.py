@@ -20,9 +20,11 @@ from keras_bert.models.masked_lm import BertMaskedLM
 from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.text_embedder import BertTextEmbedder
 from keras_bert.models.token_classifier import BertTokenClassifier
 from keras_bert.text.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 from keras_bert.text.preprocessor import BertPreprocessor, sync_packer
+from keras_bert.text.text_embedder_preprocessor import BertTextEmbedderPreprocessor
 from keras_bert.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 
 
@@ -125,7 +127,15 @@ class TaskServing:
                                     missing)
         return out
 
+    def add_functions(self, root):
+        """Adds functions other than the two signatures to the SavedModel's root object,
+        whose ``serving_default`` is traced (none by default)."""
+
     # ---- LiteRT
+    def check_litert(self):
+        """ExportError when this model's LiteRT export cannot be made though its task's can
+        (`litert`); checked before anything is traced."""
+
     def pack_tokens(self, tokenize, texts):
         """The signature's text inputs -> the model's inputs, packed as `pack` packs them but
         tokenized by ``tokenize`` (strings [batch] -> ragged int32 ids [batch, (tokens)]):
@@ -391,6 +401,65 @@ class MaskedLMServing(TaskServing):
         return out
 
 
+class TextEmbedderServing(TaskServing):
+    """`BertTextEmbedder`: ``text`` [batch] -> ``embeddings`` float32 [batch, dim], the
+    model's vectors (L2-normalized when the model normalizes). ``serving_default`` puts the
+    model's default prompt (``default_prompt_name``) before each text, as ``encode`` does;
+    ``serving_ids`` embeds the ids as they are. The SavedModel is also callable, as TF Hub's
+    text embedding models are: ``tf.saved_model.load(path)(texts)`` (and
+    ``hub.KerasLayer(path)``) gives the embeddings [batch, dim].
+
+    >>> import tensorflow as tf
+    >>> from keras_bert import (BertConfig, BertEncoder, BertTextEmbedder,
+    ...                         BertTextEmbedderPreprocessor)
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat"]
+    >>> encoder = BertEncoder(BertConfig(vocab_size=len(vocab), hidden_size=8,
+    ...                                  num_hidden_layers=1, num_attention_heads=2,
+    ...                                  intermediate_size=16))
+    >>> model = BertTextEmbedder(encoder,
+    ...                          preprocessor=BertTextEmbedderPreprocessor(vocab, seq_length=8))
+    >>> serving = TextEmbedderServing(model)
+    >>> texts = {"text": tf.constant(["a cat sat", "a dog"])}
+    >>> inputs, extras = serving.pack(texts)
+    >>> out = serving.text_outputs(texts, inputs, extras, model(inputs))
+    >>> sorted(out), out["embeddings"].shape
+    (['embeddings'], TensorShape([2, 8]))
+    """
+
+    preprocessor_cls = BertTextEmbedderPreprocessor
+    litert = True
+
+    @property
+    def prompt(self):
+        """The text ``serving_default`` puts before each text: the default prompt, or ""."""
+        name = self.model.default_prompt_name
+        return self.model.prompts[name] if name is not None else ""
+
+    def read(self, texts):
+        (text,) = super().read(texts)
+        if self.prompt:
+            text = tf.strings.join([self.prompt, text])
+        return (text,)
+
+    def outputs(self, inputs, outputs):
+        return {"embeddings": outputs}
+
+    def add_functions(self, root):
+        # TF Hub's convention for text embeddings (Universal Sentence Encoder, NNLM): the
+        # object itself maps strings [batch] to vectors [batch, dim].
+        serve = root.serving_default
+        root.__call__ = tf.function(lambda text: serve({"text": text})["embeddings"],
+                                    input_signature=[tf.TensorSpec([None], tf.string)])
+
+    def check_litert(self):
+        if self.prompt:
+            raise ExportError(
+                f"The LiteRT export cannot put this model's default prompt "
+                f"({self.model.default_prompt_name!r}: {self.prompt!r}) before the texts "
+                "(LiteRT has no string ops): export the SavedModel, or export with "
+                "model.default_prompt_name = None and put the prompt in the texts.")
+
+
 def _tokenize_with_masks(tokenizer, text):
     """Strings [batch] with ``[MASK]`` written in them -> ragged ids [batch, (tokens)] with
     the mask id there (the tokenizer alone reads ``[MASK]`` as the text "[ mask ]").
@@ -425,6 +494,7 @@ SERVING_ADAPTERS = {
     BertSpanLabeler: SpanLabelerServing,
     BertMaskedLM: MaskedLMServing,
     BertPretrainer: MaskedLMServing,
+    BertTextEmbedder: TextEmbedderServing,
 }
 
 

@@ -39,6 +39,11 @@ Per task (``serving_default`` inputs -> outputs; "text only" outputs are not in
   [batch, predictions, top_k]; `BertPretrainer` adds ``next_sentence_probabilities`` float32
   [batch, 2] (index 0: text_b follows text_a); text only: ``masked_lm_positions`` int32 and
   ``masked_lm_weights`` float32 [batch, predictions] (1 for a mask, 0 for padding).
+* `BertTextEmbedder`: ``text`` [batch] -> ``embeddings`` float32 [batch, dim], what
+  ``encode`` gives (``serving_default`` puts the model's default prompt, if it has one, before
+  each text; ``serving_ids`` embeds the ids as given). The SavedModel is also callable on
+  strings [batch] -> [batch, dim], as TF Hub's text embedding models are
+  (``tf.saved_model.load(path)(texts)``, ``hub.KerasLayer(path)``).
 
 Text is packed as the model's preprocessor packs it (its ``seq_length``, truncation and
 casing), so a served prediction equals ``model.predict`` on the same strings. The graph
@@ -131,6 +136,7 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
         except ValueError as error:
             raise ExportError(str(error)) from None
     root = serving_module(model, task)
+    task.add_functions(root)
     signatures = {name: getattr(root, name) for name in SIGNATURES}
     # A frozen graph holds no variables, so no gradient functions capture any.
     options = tf.saved_model.SaveOptions(experimental_custom_gradients=not root.frozen)

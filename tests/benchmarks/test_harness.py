@@ -67,10 +67,10 @@ def test_rows_with_the_ratio_to_the_fastest_peer_and_their_table(capsys):
 def test_every_package_a_contender_needs_is_named_where_it_is_pinned():
     import re
 
-    from benchmarks.common import contenders
+    from benchmarks.common import contenders, embed_contenders
     from tests.dependencies import PACKAGES
 
-    needed = {module for table in (contenders.NEEDS, harness.PEERS)
+    needed = {module for table in (contenders.NEEDS, embed_contenders.NEEDS, harness.PEERS)
               for modules in table.values() for module in modules}
     assert needed <= set(harness.PACKAGES)
     shared = set(harness.PACKAGES) & set(PACKAGES)  # worded as the tests word them

@@ -20,6 +20,8 @@ SCRIPTS = sorted((REPO / "benchmarks").glob("*.py"))
 SMALL_RUNS = {
     "create_pretraining_data.py": ["--max_documents=2", "--corpus_copies=2", "--dupe_factor=1",
                                    "--num_workers=1", "--rounds=1"],
+    "embed_cpu.py": ["--model=tiny", "--seq_length=16", "--max_texts=8", "--latency_texts=2",
+                     "--rounds=1", "--contenders=keras_bert_int8,litert_int8,ort_int8"],
     "encoder.py": ["--num_layers=1", "--batch_size=1", "--seq_length=8", "--rounds=1",
                    "--steps=1", "--warmup=0", "--precisions=fp32", "--xla=on", "--ceiling=false",
                    "--peers=keras_hub"],
@@ -55,6 +57,8 @@ def _names(rows, key):
 # what its JSON summary says ran: a contender asked for that did not run fails the test.
 RAN = {
     "encoder.py": (["keras_bert", "keras_hub"], lambda s: _names(s["results"], "model")),
+    "embed_cpu.py": (["keras_bert_int8", "litert_int8", "ort_int8"],
+                     lambda s: sorted(row["contender"] for row in s["rows"])),
     "int8.py": ([["fp32", "keras_bert_int8"]] * 2,
                 lambda s: [_names(s["matmuls"], "route"), _names(s["encoder"], "route")]),
     "finetune.py": (["hf_torch", "keras_bert", "keras_hub"],

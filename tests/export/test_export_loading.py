@@ -40,6 +40,9 @@ for name, case in VALUES["cases"].items():
     if name == "encoder":  # the TF Hub call, training=False, in the fresh process too
         call = tf.saved_model.load(case["path"])(inputs, training=False)
         results["encoder/call/pooled_output"] = call["pooled_output"].numpy()
+    if name == "embedder":  # TF Hub's call of a text embedding model: strings -> vectors
+        call = tf.saved_model.load(case["path"])(tf.constant(inputs["text"]))
+        results["embedder/call/embeddings"] = call.numpy()
 np.savez(VALUES["out"], **results)
 """
 
@@ -73,7 +76,14 @@ def int8_model():
 
 
 @pytest.fixture(scope="module")
-def fresh(tiny_model, int8_model, texts, tmp_path_factory):
+def embedder():
+    preprocessor = keras_bert.BertTextEmbedderPreprocessor(VOCAB, seq_length=24)
+    return keras_bert.BertTextEmbedder(tiny_encoder(seed=4, initializer_range=0.2),
+                                       preprocessor=preprocessor)
+
+
+@pytest.fixture(scope="module")
+def fresh(tiny_model, int8_model, embedder, texts, tmp_path_factory):
     """Every export here, loaded and run in one fresh process (one TensorFlow start-up):
     the tiny model's encoder, preprocessor and serving exports and the int8 model's serving
     export through both loaders, and the real minilm_l6 encoder fed by its exported
@@ -88,6 +98,8 @@ def fresh(tiny_model, int8_model, texts, tmp_path_factory):
                     {"text": _strings(texts)}),
         "int8_serving": (int8_model.export(str(tmp_path / "int8_serving" / "1")),
                          {"text": _strings(texts)}),
+        "embedder": (embedder.export(str(tmp_path / "embedder" / "1")),
+                     {"text": _strings(texts)}),
     }
     values = {"cases": {}, "out": str(tmp_path / "out.npz"), "sentences": SENTENCES,
               "minilm_out": str(tmp_path / "minilm.npz")}
@@ -123,6 +135,14 @@ def test_encoder_preprocessor_and_serving_exports_load_without_keras_bert(tiny_m
         np.testing.assert_array_equal(got[f"serving/{loader}/label_ids"], logits.argmax(-1))
     np.testing.assert_allclose(got["encoder/call/pooled_output"], encoder["pooled_output"],
                                atol=1e-5)
+
+
+def test_an_embedder_export_loads_without_keras_bert(embedder, texts, fresh):
+    got = fresh[0]
+    want = embedder.encode(texts)
+    assert np.ptp(want, axis=0).min() > 1e-2  # vectors that depend on the text
+    for source in ("tf2", "tf1", "call"):
+        np.testing.assert_allclose(got[f"embedder/{source}/embeddings"], want, atol=1e-5)
 
 
 def test_an_int8_serving_export_loads_without_keras_bert(int8_model, texts, fresh):

@@ -202,6 +202,46 @@ def test_int8_on_real_reviews(tmp_path):
     assert (got.argmax(-1) == want.argmax(-1)).mean() >= 0.95
 
 
+def test_text_embedder_gives_the_saved_models_embeddings(encoder, tmp_path):
+    model = keras_bert.BertTextEmbedder(
+        encoder, preprocessor=keras_bert.BertTextEmbedderPreprocessor(VOCAB, 16))
+    saved, lite = _both(model, tmp_path, "embedder")
+    out = lite(text=TEXTS)
+    _close(out, saved["serving_default"](text=tf.constant(TEXTS)))
+    want = model.encode(TEXTS)
+    _varies(want)
+    np.testing.assert_allclose(out["embeddings"], want, atol=ATOL)
+    packed = model.preprocessor(TEXTS)
+    _close(lite("serving_ids", **{k: v.numpy() for k, v in packed.items()}),
+           saved["serving_ids"](**packed))
+    model.prompts, model.default_prompt_name = {"query": "query: "}, "query"
+    with pytest.raises(ExportError, match="cannot put this model's default prompt"):
+        model.export(str(tmp_path / "prompted.tflite"), format="litert")
+
+
+def _cosines(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+def test_text_embedder_int8_on_real_reviews(tmp_path):
+    """minilm_l6's embeddings of real reviews: LiteRT int8 and the SavedModel of the model
+    after model.quantize("int8") each keep cosine >= 0.99 to the float32 vectors."""
+    from keras_bert.data import movie_reviews
+
+    model = keras_bert.BertTextEmbedder.from_preset("minilm_l6", seq_length=128)
+    texts = movie_reviews.load()["test"][0][:32]
+    want = model.encode(texts)
+    int8 = litert_model.load(model.export(str(tmp_path / "int8.tflite"), format="litert",
+                                          quantize="int8"))
+    assert _cosines(int8(text=texts)["embeddings"], want).min() >= 0.99
+    model.quantize("int8")
+    serve = tf.saved_model.load(model.export(str(tmp_path / "int8" / "1")))
+    got = serve.signatures["serving_default"](text=tf.constant(texts))["embeddings"]
+    assert _cosines(got, want).min() >= 0.99
+    assert np.abs(got - want).max() > 1e-4  # int8 weights: close, not equal
+
+
 def _int8_tensors(path):
     """How many int8 tensors the LiteRT model holds (weights, after quantization)."""
     from tensorflow.lite.python import schema_py_generated as schema

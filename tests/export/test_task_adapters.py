@@ -16,7 +16,8 @@ def test_every_task_model_of_the_package_has_a_serving_adapter():
     tasks = {getattr(keras_bert.models, name) for name in keras_bert.models.__all__}
     tasks = {cls for cls in tasks if issubclass(cls, Task) and cls is not Task}
     assert tasks == set(task_adapters.SERVING_ADAPTERS)
-    assert task_adapters.describe_tasks(litert=True) == "BertClassifier, BertMultipleChoice"
+    assert task_adapters.describe_tasks(litert=True) == (
+        "BertClassifier, BertMultipleChoice, BertTextEmbedder")
 
 
 class _MyClassifier(keras_bert.BertClassifier):
@@ -42,7 +43,8 @@ def test_a_subclass_gets_its_base_adapter_and_another_task_is_refused(tmp_path):
     assert task_adapters.adapter_class(other) is None
     with pytest.raises(ExportError, match=r"A serving export is made from a keras_bert task "
                                           r"model \(BertClassifier, BertMultipleChoice, "
-                                          r".*BertPretrainer\), got _MeanScore\."):
+                                          r".*BertPretrainer, BertTextEmbedder\), "
+                                          r"got _MeanScore\."):
         task_adapters.for_model(other)
     with pytest.raises(ExportError, match=r"export_model takes a keras_bert task model "
                                           r"\(BertClassifier, .*\), got _MeanScore\."):

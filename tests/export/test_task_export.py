@@ -235,6 +235,28 @@ def test_pretrainer_pairs_give_next_sentence_probabilities(encoder, tmp_path):
                                _softmax(want["nsp_logits"]), atol=1e-5)
 
 
+def test_text_embedder_serves_encode_s_vectors_with_its_default_prompt(tmp_path):
+    """serving_default gives what ``encode`` gives (the default prompt before each text; it
+    changes the vectors), serving_ids what ``predict`` gives on the ids, and the SavedModel
+    is callable on strings, as TF Hub's text embedding models are."""
+    preprocessor = keras_bert.BertTextEmbedderPreprocessor(VOCAB, 16)
+    model = keras_bert.BertTextEmbedder(tiny_encoder(seed=2, **TEXT_DEPENDENT),
+                                        preprocessor=preprocessor, prompts={"query": "what "},
+                                        default_prompt_name="query")
+    serve, ids = _export(model, tmp_path)
+    out = serve(text=tf.constant(TEXTS))
+    assert sorted(out) == ["embeddings"] and out["embeddings"].dtype == tf.float32
+    want = model.encode(TEXTS)
+    assert out["embeddings"].shape == (len(TEXTS), 16)
+    np.testing.assert_allclose(out["embeddings"], want, atol=1e-5)
+    unprompted = model.predict(TEXTS, verbose=0)
+    assert np.abs(unprompted - want).max() > 1e-2  # the prompt counts
+    np.testing.assert_allclose(ids(**_packed(model, TEXTS))["embeddings"], unprompted,
+                               atol=1e-5)
+    loaded = tf.saved_model.load(str(tmp_path / "model" / "1"))
+    np.testing.assert_allclose(loaded(tf.constant(TEXTS)), want, atol=1e-5)
+
+
 def test_errors(encoder, tmp_path):
     pre = keras_bert.BertPreprocessor(VOCAB, 12)
     model = keras_bert.BertClassifier(encoder, 2, preprocessor=pre)

@@ -1,28 +1,42 @@
 """keras_bert/serving/rest.py and rest_json.py through a plain HTTP client on 127.0.0.1:
 TF Serving's REST API (row and columnar formats, {"b64": ...}, status, metadata), answers
-equal to the Keras models', an empty batch answered with no rows in both formats, and a
-400/404 naming the problem for each bad request while the server keeps serving."""
+equal to the Keras models' (an embedder's vectors included), an empty batch answered with no
+rows in both formats, and a 400/404 naming the problem for each bad request while the server
+keeps serving."""
 
 import base64
 import http.client as http_client
 import json
 
+import keras
 import numpy as np
 import pytest
 
-from keras_bert import BertPreprocessor
+from keras_bert import (BertConfig, BertEncoder, BertPreprocessor, BertTextEmbedder,
+                        BertTextEmbedderPreprocessor)
 from keras_bert.serving import BatchingOptions, ModelConfig, ModelServer, RequestLimits
-from tests.serving.clients import TIMEOUT, http, run_concurrently
+from tests.serving.clients import TIMEOUT, GrpcClient, http, outputs, run_concurrently, texts
 from tests.export.serving_models import SENTENCES, VOCAB, install_version
 
 
 @pytest.fixture(scope="module")
-def server(serving_models, tmp_path_factory):
+def embedder():
+    keras.utils.set_random_seed(3)
+    encoder = BertEncoder(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=32,
+                                     initializer_range=0.2))
+    return BertTextEmbedder(encoder, preprocessor=BertTextEmbedderPreprocessor(VOCAB, 16))
+
+
+@pytest.fixture(scope="module")
+def server(serving_models, embedder, tmp_path_factory):
     root = tmp_path_factory.mktemp("rest_models")
     install_version(serving_models["sentiment_v1"][0], root / "sentiment", 1)
     install_version(serving_models["topics_v1"][0], root / "topics", 4)
+    embedder.export(str(root / "embedder" / "1"))
     models = [ModelConfig("sentiment", str(root / "sentiment"), version_labels=(("stable", 1),)),
-              ModelConfig("topics", str(root / "topics"))]
+              ModelConfig("topics", str(root / "topics")),
+              ModelConfig("embedder", str(root / "embedder"))]
     batching = BatchingOptions(max_batch_size=16, batch_timeout_micros=1000)
     limits = RequestLimits(max_request_bytes=64 * 1024, max_request_batch=1024,
                            max_text_bytes=1000)
@@ -68,6 +82,27 @@ def test_columnar_format_and_the_serving_ids_signature(server, serving_models):
     assert status == 200, answer
     assert answer["outputs"]["label_ids"] == expected["label_ids"].tolist()
 
+
+def test_an_embedder_answers_its_vectors_as_rows_of_floats(server, embedder):
+    """A signature with one output answers bare rows, as TF Serving: "predictions" is the
+    [batch, dim] matrix (a list per text), columnar "outputs" the same matrix; gRPC gives it
+    as a float32 tensor under "embeddings"."""
+    want = embedder.encode(SENTENCES)
+    url = _url(server, "/v1/models/embedder:predict")
+    status, answer = http(url, {"instances": SENTENCES})
+    assert status == 200, answer
+    assert all(isinstance(row, list) and len(row) == 16 for row in answer["predictions"])
+    np.testing.assert_allclose(answer["predictions"], want, atol=1e-5)
+    status, answer = http(url, {"inputs": {"text": SENTENCES[:2]}})
+    assert status == 200, answer
+    np.testing.assert_allclose(answer["outputs"], want[:2], atol=1e-5)
+    client = GrpcClient(server.grpc_address)
+    try:
+        got = outputs(client.predict("embedder", {"text": texts(SENTENCES)}))
+    finally:
+        client.close()
+    assert sorted(got) == ["embeddings"] and got["embeddings"].dtype == np.float32
+    np.testing.assert_allclose(got["embeddings"], want, atol=1e-5)
 
 def test_an_empty_batch_gets_no_rows_in_both_formats(server):
     """As gRPC answers it (tests/serving/test_grpc_service.py): OK, every output with no rows,

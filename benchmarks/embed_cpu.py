@@ -1,0 +1,97 @@
+"""End-to-end CPU sentence embeddings: strings in, vectors out, keras_bert beside what an
+embedding user picks instead.
+
+One embedding model (by default all-MiniLM-L6-v2, ``minilm_l6``: mean pooling, normalized)
+served every way, on the movie-review test texts, tokenization included in every figure:
+
+* keras_bert: the `BertTextEmbedder`'s serving SavedModel (``model.export``,
+  ``serving_default`` on strings) in float32 and after ``model.quantize("int8")``; its LiteRT
+  model with the tokenizer inside (``format="litert"``) in float32 and int8 (dynamic range);
+* sentence-transformers (torch) on the same weights (the model's
+  ``save_to_preset(format="sentence_transformers")`` folder);
+* ONNX Runtime: the same BERT with mean pooling and normalization exported by
+  ``torch.onnx.export`` (as fastembed's models are), float32 and int8
+  (``onnxruntime.quantization.quantize_dynamic``), with the ``tokenizers`` fast tokenizer
+  (what fastembed runs).
+
+Every contender pads each batch to its longest text (at most ``--seq_length`` tokens).
+Batch 32: embeddings/s over the texts, the best of ``--rounds`` interleaved rounds. Batch 1:
+the median latency of single texts, interleaved in blocks (benchmarks/common/cpu_timing.py).
+Then the smallest cosine of each quantized path to its own float32 model and of every path to
+keras_bert's float32 SavedModel.
+
+    python benchmarks/embed_cpu.py
+    python benchmarks/embed_cpu.py --contenders=litert_int8,ort_int8 --seq_length=256
+
+The CPU's model name and its int8-relevant flags are printed first; the last line is one
+JSON object of every figure. Measured figures: docs/benchmarks.md.
+"""
+
+# The repository root in place of this folder on the import path: see
+# benchmarks/common/harness.py.
+import os as _os, sys as _sys  # noqa: E401
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_sys.path[:] = [_os.path.dirname(_here)] + [
+    p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _here]
+from benchmarks.common import harness  # noqa: E402
+
+harness.start()  # before TensorFlow: keep its C++ logging out of the table
+
+import os  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import warnings  # noqa: E402
+
+from absl import flags, logging  # noqa: E402
+
+from benchmarks.common import cpu_timing, embed_contenders as contenders_lib  # noqa: E402
+
+FLAGS = flags.FLAGS
+harness.define_flags(batch_size=32, seq_length=128, rounds=3, max_texts=0,
+                     latency_texts=200, latency_block=25, threads=0)
+flags.DEFINE_string("model", "minilm_l6", "A sentence-embedding preset or directory (mean "
+                    "pooling, normalized), or 'tiny' for a random 2-layer model.")
+flags.DEFINE_list("contenders", list(contenders_lib.ALL),
+                  f"Which to run, of: {', '.join(contenders_lib.ALL)}.")
+
+
+def main(argv):
+    del argv
+    if not FLAGS.contenders:
+        sys.exit("embed_cpu.py: --contenders is empty; choose from "
+                 f"{', '.join(contenders_lib.ALL)}")
+    harness.require_contenders("--contenders", FLAGS.contenders, contenders_lib.NEEDS)
+    import keras_bert  # noqa: F401  first: loads TensorFlow without its C++ start-up lines
+    from keras_bert.data import movie_reviews
+
+    logging.set_verbosity(logging.ERROR)  # ORT's quantizer, the torch exporter, Keras
+    warnings.simplefilter("ignore")
+    threads = FLAGS.threads or os.cpu_count() or 1
+    cpu, have = cpu_timing.print_cpu(threads)
+    texts = [str(t) for t in movie_reviews.load()["test"][0]]
+    texts = texts[:FLAGS.max_texts] if FLAGS.max_texts else texts
+    print(f"texts: {len(texts)} movie-review test snippets; model {FLAGS.model}; batch "
+          f"{FLAGS.batch_size}; at most {FLAGS.seq_length} tokens, each batch padded to its "
+          "longest", flush=True)
+
+    setup = contenders_lib.EmbedSetup(FLAGS.model, FLAGS.seq_length, threads,
+                                      tempfile.mkdtemp(prefix="embed_cpu_"))
+    runners, setup_seconds = cpu_timing.build_runners(
+        FLAGS.contenders, contenders_lib.ALL, setup, texts, FLAGS.batch_size)
+    rates, vectors = cpu_timing.time_batched(runners, texts, FLAGS.batch_size, FLAGS.rounds)
+    latency = cpu_timing.time_single(runners, texts[:FLAGS.latency_texts],
+                                     FLAGS.latency_block)
+    rows = contenders_lib.summarize(runners, rates, latency, vectors)
+    contenders_lib.print_table(rows)
+    summary = contenders_lib.targets(rows)
+    for line in contenders_lib.describe_targets(summary):
+        print(line)
+    harness.print_summary({
+        "cpu": cpu, "cpu_flags": have, "threads": threads, "texts": len(texts),
+        "batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length, "model": FLAGS.model,
+        "rows": rows, "targets": summary,
+        "setup_seconds": {k: round(v, 1) for k, v in setup_seconds.items()}})
+
+
+if __name__ == "__main__":
+    harness.run(main)
