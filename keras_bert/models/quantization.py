@@ -25,6 +25,7 @@ The encoder's projections, the pooler and the masked-LM transform are
 """
 
 import contextlib
+import gc
 import warnings
 
 CONFIG_KEY = "quantization"
@@ -60,12 +61,18 @@ def quantize_again(model, modes):
 
 
 @contextlib.contextmanager
-def float_layers_quiet():
-    """Keras' ``Model.quantize`` warns once for each layer without a ``quantize`` method
-    ("Layer InputLayer does not have a `quantize` method implemented"): in a keras_bert model
-    those are the layers that stay float by design (inputs, dropout, LayerNorm, the
-    preprocessor's). Inside the block those warnings, and no other, are left out."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=UserWarning,
-                                message=r"Layer \w+ does not have a `quantize` method")
-        yield
+def quantizing():
+    """The block of a model's ``quantize``. Keras' ``Model.quantize`` warns once for each
+    layer without a ``quantize`` method ("Layer InputLayer does not have a `quantize` method
+    implemented"): in a keras_bert model those are the layers that stay float by design
+    (inputs, dropout, LayerNorm, the preprocessor's); inside the block those warnings, and no
+    other, are left out. keras_bert's `Dense` drops its float kernel without Keras' heap scan
+    for each layer (see `keras_bert.layers.Dense`); the block ends with one
+    ``gc.collect()``, so the float kernels' memory is returned as before."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning,
+                                    message=r"Layer \w+ does not have a `quantize` method")
+            yield
+    finally:
+        gc.collect()
