@@ -143,3 +143,18 @@ def pytest_collection_finish(session):
         return
     gc.collect()
     gc.freeze()
+
+
+_frozen_after = [None]
+
+
+def pytest_runtest_setup(item):
+    """Before the first test of each file, the same for what the files before it left alive
+    (their garbage collected first): each file's collections scan only its own objects."""
+    path = item.nodeid.split("::", 1)[0]
+    if os.environ.get("KERAS_BERT_TEST_NO_GC_FREEZE") or _frozen_after[0] in (None, path):
+        _frozen_after[0] = path
+        return
+    _frozen_after[0] = path
+    gc.collect()
+    gc.freeze()
