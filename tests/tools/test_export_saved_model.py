@@ -1,7 +1,8 @@
 """tools/export_saved_model.py run as a user runs it: exports from a .keras file, and its
-errors (each one line on stderr, exit status 1, nothing written). The flag errors of a test
-run in one process (`tests.tool_runs.run_cases`: one start-up, each command line with its own
-exit status, stdout and stderr); the exports run the tool in processes of their own."""
+errors (each one line on stderr, exit status 1, nothing written). The command lines of the
+flag-error test, and those of the LiteRT test, run in one process each
+(`tests.tool_runs.run_cases`: one start-up, each command line with its own exit status,
+stdout and stderr, in order); the other tests run the tool in processes of their own."""
 
 import pathlib
 import subprocess
@@ -115,10 +116,17 @@ def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_
 
     path, model = files
     version = tmp_path / "sentiment" / "1"
-    assert _tool(f"--model_file={path / 'classifier.keras'}",
-                 f"--export_dir={version}").returncode == 0
-    result = _tool(f"--model_file={path / 'classifier.keras'}", "--kind=litert",
-                   f"--export_dir={version}")
+    # One process, in order: the serving export, the LiteRT model beside it, then the errors
+    # (never over an existing model.tflite; --quantize is LiteRT's; LiteRT takes no tagger).
+    serving, result, again, quantize, tagger = _tool_cases(
+        [f"--model_file={path / 'classifier.keras'}", f"--export_dir={version}"],
+        [f"--model_file={path / 'classifier.keras'}", "--kind=litert", f"--export_dir={version}"],
+        [f"--model_file={path / 'classifier.keras'}", "--kind=litert", f"--export_dir={version}"],
+        [f"--model_file={path / 'classifier.keras'}", "--quantize=int8",
+         f"--export_dir={tmp_path / 'q' / '1'}"],
+        ["--preset=tiny", "--kind=litert", "--task=tagging", "--num_classes=3",
+         f"--export_dir={tmp_path / 't' / '1'}"])
+    assert serving.returncode == 0, serving.stderr[-3000:]
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith(
         f"Exported the LiteRT model (float32) of BertClassifier to {version / 'model.tflite'} (")
@@ -131,13 +139,6 @@ def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_
     want = model.predict(POSITIVE, verbose=0)
     assert np.ptp(want, axis=0).min() > 100 * 1e-4  # a LiteRT model that ignored its text fails
     np.testing.assert_allclose(out["logits"], want, atol=1e-4)
-    # Never over an existing model.tflite; --quantize is LiteRT's; LiteRT takes no tagger.
-    again, quantize, tagger = _tool_cases(
-        [f"--model_file={path / 'classifier.keras'}", "--kind=litert", f"--export_dir={version}"],
-        [f"--model_file={path / 'classifier.keras'}", "--quantize=int8",
-         f"--export_dir={tmp_path / 'q' / '1'}"],
-        ["--preset=tiny", "--kind=litert", "--task=tagging", "--num_classes=3",
-         f"--export_dir={tmp_path / 't' / '1'}"])
     _assert_flag_error(again, f"{version / 'model.tflite'} exists; an export never overwrites one")
     _assert_flag_error(quantize, "--quantize applies to --kind=litert only")
     _assert_flag_error(tagger, "--kind=litert exports a classifier, a multiple-choice model or "
