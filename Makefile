@@ -25,7 +25,8 @@ PYTEST_ARGS ?=
 # (--dist loadfile): module fixtures are built once. The files start in the order
 # tests/conftest.py gives them, heaviest first, so that no long file is left for the end
 # (--no-loadscope-reorder: xdist would otherwise start the files with the most tests first).
-# TEST_WORKERS=0 runs in this process.
+# TEST_WORKERS=0 runs in this process. --durations=30: the log ends with the 30 slowest test
+# phases, so a CI log shows where the time goes.
 TEST_WORKERS ?= 2
 DEMO_ARGS ?=
 
@@ -85,8 +86,8 @@ demo: $(INSTALL_STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
 
 test: $(TEST_STAMP)
-	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests \
-	  $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 \
+	  tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; \
 	exit $$rc
 

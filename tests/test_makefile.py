@@ -224,6 +224,12 @@ def test_make_test_runs_whole_files_in_the_order_of_the_collection():
     assert "--dist loadfile" in command and "--no-loadscope-reorder" in command
 
 
+def test_make_test_lists_the_slowest_tests():
+    # The CI log shows where the time goes.
+    lines = _dry_run("test")
+    assert "--durations=30" in lines[_index(lines, r"-m pytest")]
+
+
 def test_the_heaviest_test_files_are_collected_first():
     conftest = _top_conftest()
     for path in conftest.FILE_SECONDS:

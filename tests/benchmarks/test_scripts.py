@@ -31,8 +31,9 @@ SMALL_RUNS = {
                 "--encoder_routes=fp32,keras_bert_int8"],
     "finetune.py": ["--num_layers=1", "--batch_size=2", "--seq_length=8", "--rounds=1",
                     "--warmup=0", "--precisions=fp32", "--peers=keras_hub,hf_torch"],
+    # (the built-in tiny_random preset: the run's two demo processes, not minilm_l6's figures)
     "lora.py": ["--max_train_examples=16", "--max_eval_examples=16", "--epochs=1",
-                "--seq_length=16"],
+                "--seq_length=16", "--preset=tiny_random"],
     "pretrain.py": ["--num_layers=1", "--hidden_size=64", "--batch_size=2", "--seq_length=16",
                     "--max_predictions_per_seq=3", "--rounds=1", "--steps=1", "--warmup=0",
                     "--precisions=fp32", "--xla=off", "--peers=keras_hub,hf_torch"],

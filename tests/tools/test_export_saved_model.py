@@ -1,5 +1,8 @@
 """tools/export_saved_model.py run as a user runs it: exports from a .keras file, and its
-errors (each one line on stderr, exit status 1, nothing written)."""
+errors (each one line on stderr, exit status 1, nothing written). The command lines of the
+flag-error test, and those of the LiteRT test, run in one process each
+(`tests.tool_runs.run_cases`: one start-up, each command line with its own exit status,
+stdout and stderr, in order); the other tests run the tool in processes of their own."""
 
 import pathlib
 import subprocess
@@ -10,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from tests import tool_runs
 from tests.models.tiny import POSITIVE, TEXT_DEPENDENT, VOCAB, tiny_encoder
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -18,6 +22,12 @@ REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 def _tool(*flags):
     return subprocess.run([sys.executable, str(REPO / "tools" / "export_saved_model.py"),
                            *flags], capture_output=True, text=True, timeout=300)
+
+
+def _tool_cases(*argvs):
+    """Each command line of ``argvs`` in one process: their results, in order."""
+    _, results = tool_runs.run_cases("tools/export_saved_model.py", argvs, timeout=600)
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -69,23 +79,22 @@ def _assert_flag_error(result, message):
 
 def test_flag_errors(files, tmp_path):
     path, _ = files
-    _assert_flag_error(_tool(f"--model_file={tmp_path / 'none.keras'}",
-                             f"--export_dir={tmp_path / 'm' / '1'}"),
-                       f"flag --model_file={tmp_path / 'none.keras'}: no such file")
     (tmp_path / "full" / "1").mkdir(parents=True)
     (tmp_path / "full" / "1" / "saved_model.pb").write_bytes(b"")
-    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}",
-                             f"--export_dir={tmp_path / 'full' / '1'}"),
-                       "already exists and is not empty; an export never overwrites one")
-    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}",
-                             f"--export_dir={tmp_path / 'sentiment'}"),
-                       "TF Serving loads a model from numbered version directories")
-    for flags, what in ((["--pairs"], "--pairs"),
-                        (["--task=multiple_choice", "--num_choices=2"],
-                         "--task=multiple_choice")):
-        _assert_flag_error(_tool("--preset=tiny", "--kind=serving", "--task=classification",
-                                 "--num_classes=2", *flags, "--seq_length=4",
-                                 f"--export_dir={tmp_path / 'pairs' / '1'}"),
+    pairs = [(["--pairs"], "--pairs"),
+             (["--task=multiple_choice", "--num_choices=2"], "--task=multiple_choice")]
+    missing, full, unversioned, *too_short = _tool_cases(
+        [f"--model_file={tmp_path / 'none.keras'}", f"--export_dir={tmp_path / 'm' / '1'}"],
+        [f"--model_file={path / 'classifier.keras'}", f"--export_dir={tmp_path / 'full' / '1'}"],
+        [f"--model_file={path / 'classifier.keras'}", f"--export_dir={tmp_path / 'sentiment'}"],
+        *[["--preset=tiny", "--kind=serving", "--task=classification", "--num_classes=2",
+           *flags, "--seq_length=4", f"--export_dir={tmp_path / 'pairs' / '1'}"]
+          for flags, _ in pairs])
+    _assert_flag_error(missing, f"flag --model_file={tmp_path / 'none.keras'}: no such file")
+    _assert_flag_error(full, "already exists and is not empty; an export never overwrites one")
+    _assert_flag_error(unversioned, "TF Serving loads a model from numbered version directories")
+    for result, (_, what) in zip(too_short, pairs, strict=True):
+        _assert_flag_error(result,
                            f"--seq_length=4 is too short for {what}, which packs text pairs: "
                            "[CLS] a [SEP] b [SEP] needs at least 5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
@@ -107,10 +116,17 @@ def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_
 
     path, model = files
     version = tmp_path / "sentiment" / "1"
-    assert _tool(f"--model_file={path / 'classifier.keras'}",
-                 f"--export_dir={version}").returncode == 0
-    result = _tool(f"--model_file={path / 'classifier.keras'}", "--kind=litert",
-                   f"--export_dir={version}")
+    # One process, in order: the serving export, the LiteRT model beside it, then the errors
+    # (never over an existing model.tflite; --quantize is LiteRT's; LiteRT takes no tagger).
+    serving, result, again, quantize, tagger = _tool_cases(
+        [f"--model_file={path / 'classifier.keras'}", f"--export_dir={version}"],
+        [f"--model_file={path / 'classifier.keras'}", "--kind=litert", f"--export_dir={version}"],
+        [f"--model_file={path / 'classifier.keras'}", "--kind=litert", f"--export_dir={version}"],
+        [f"--model_file={path / 'classifier.keras'}", "--quantize=int8",
+         f"--export_dir={tmp_path / 'q' / '1'}"],
+        ["--preset=tiny", "--kind=litert", "--task=tagging", "--num_classes=3",
+         f"--export_dir={tmp_path / 't' / '1'}"])
+    assert serving.returncode == 0, serving.stderr[-3000:]
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith(
         f"Exported the LiteRT model (float32) of BertClassifier to {version / 'model.tflite'} (")
@@ -123,15 +139,8 @@ def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_
     want = model.predict(POSITIVE, verbose=0)
     assert np.ptp(want, axis=0).min() > 100 * 1e-4  # a LiteRT model that ignored its text fails
     np.testing.assert_allclose(out["logits"], want, atol=1e-4)
-    # Never over an existing model.tflite; --quantize is LiteRT's; LiteRT takes no tagger.
-    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}", "--kind=litert",
-                             f"--export_dir={version}"),
-                       f"{version / 'model.tflite'} exists; an export never overwrites one")
-    _assert_flag_error(_tool(f"--model_file={path / 'classifier.keras'}", "--quantize=int8",
-                             f"--export_dir={tmp_path / 'q' / '1'}"),
-                       "--quantize applies to --kind=litert only")
-    _assert_flag_error(_tool("--preset=tiny", "--kind=litert", "--task=tagging",
-                             "--num_classes=3", f"--export_dir={tmp_path / 't' / '1'}"),
-                       "--kind=litert exports a classifier, a multiple-choice model or an "
-                       "encoder, not --task=tagging")
+    _assert_flag_error(again, f"{version / 'model.tflite'} exists; an export never overwrites one")
+    _assert_flag_error(quantize, "--quantize applies to --kind=litert only")
+    _assert_flag_error(tagger, "--kind=litert exports a classifier, a multiple-choice model or "
+                       "an encoder, not --task=tagging")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sentiment"]

@@ -1,5 +1,11 @@
 """tools/finetune.py end to end on a tiny preset: every task and data source, the outputs in
---model_dir, and one-line errors for bad data and flags."""
+--model_dir, and one-line errors for bad data and flags.
+
+The command lines of the files' runs and of the bad-data errors run in one fresh process
+(`tests.tool_runs.run_cases`: one Python and TensorFlow start-up for all of them, each with
+its own exit status, stdout and stderr), once for the module (the `runs` fixture); each test
+checks its own. The TFDS run and the flag errors run the tool in processes of their own.
+"""
 
 import json
 import pathlib
@@ -13,6 +19,8 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "models"))
 from tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder  # noqa: E402
+
+from tests import tool_runs  # noqa: E402
 
 # Runs the tool inside tfds.testing.mock_data (tfds.load of a real set hangs offline).
 _MOCKED = """
@@ -35,9 +43,12 @@ def preset(tmp_path_factory):
     return path
 
 
+COMMON_FLAGS = ("--seq_length=16", "--epochs=1")
+
+
 def _tool(*flags, mocked=False):
     command = [sys.executable] + (["-c", _MOCKED] if mocked else []) + [
-        str(REPO / "tools" / "finetune.py"), "--seq_length=16", "--epochs=1", *flags]
+        str(REPO / "tools" / "finetune.py"), *COMMON_FLAGS, *flags]
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
@@ -46,15 +57,46 @@ def _write(path, text):
     return str(path)
 
 
-def test_classification_from_files_writes_every_output(preset, tmp_path):
+# name -> flags(preset, d) of a command line whose run a test checks; d is a directory of its
+# own (data files, --model_dir). Filled in below, next to the test that checks each.
+RUNS = {}
+
+
+def _with_model_dir(make_flags):
+    return lambda p, d: [f"--model_dir={d / 'run'}", *make_flags(p, d)]
+
+
+@pytest.fixture(scope="module")
+def runs(preset, tmp_path_factory):
+    """Every command line of RUNS and BAD_DATA, run in one process: name -> (the run's
+    CompletedProcess, its directory)."""
+    names, dirs, argvs = [], [], []
+    for name, make_flags in list(RUNS.items()) + [
+            (message, _with_model_dir(make_flags)) for make_flags, message in BAD_DATA]:
+        d = tmp_path_factory.mktemp("run")
+        names.append(name)
+        dirs.append(d)
+        argvs.append([*COMMON_FLAGS, f"--preset={preset}", *make_flags(preset, d)])
+    _, results = tool_runs.run_cases("tools/finetune.py", argvs, timeout=1800)
+    return {name: (result, d) for name, result, d in zip(names, results, dirs)}
+
+
+def _classification(preset, d):
     rows = [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
-    train = _write(tmp_path / "train.tsv", "sentence\tlabel\n" +
+    train = _write(d / "train.tsv", "sentence\tlabel\n" +
                    "".join(f"{t}\t{label}\n" for t, label in rows))
-    test = _write(tmp_path / "test.tsv", "id\tsentence\n1\ta great movie\n2\tdull\n")
+    test = _write(d / "test.tsv", "id\tsentence\n1\ta great movie\n2\tdull\n")
+    return [f"--train_file={train}", f"--eval_file={train}", f"--test_file={test}",
+            "--text_column=sentence", f"--model_dir={d / 'run'}",
+            f"--export_dir={d / 'export' / '1'}"]
+
+
+RUNS["classification"] = _classification
+
+
+def test_classification_from_files_writes_every_output(runs):
+    result, tmp_path = runs["classification"]
     model_dir = tmp_path / "run"
-    result = _tool(f"--preset={preset}", f"--train_file={train}", f"--eval_file={train}",
-                   f"--test_file={test}", "--text_column=sentence", f"--model_dir={model_dir}",
-                   f"--export_dir={tmp_path / 'export' / '1'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("BertClassifier from ")
     metrics = json.loads((model_dir / "metrics.json").read_text())
@@ -91,14 +133,20 @@ def _weight_groups(path):
             return sorted(weights)
 
 
-def test_regression_pairs_csv(preset, tmp_path):
+def _regression(preset, d):
     text = "a,b,score\n" + "".join(f"{x},{y},{i / 4}\n" for i, (x, y) in
                                    enumerate(zip(POSITIVE, NEGATIVE)))
-    train = _write(tmp_path / "stsb.csv", text)
-    result = _tool(f"--preset={preset}", "--task=regression", f"--train_file={train}",
-                   f"--eval_file={train}", "--text_column=a", "--text_b_column=b",
-                   "--label_column=score", f"--model_dir={tmp_path / 'run'}",
-                   "--save_optimizer_state")
+    train = _write(d / "stsb.csv", text)
+    return ["--task=regression", f"--train_file={train}", f"--eval_file={train}",
+            "--text_column=a", "--text_b_column=b", "--label_column=score",
+            f"--model_dir={d / 'run'}", "--save_optimizer_state"]
+
+
+RUNS["regression"] = _regression
+
+
+def test_regression_pairs_csv(runs):
+    result, tmp_path = runs["regression"]
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert {"validation_pearson", "validation_spearman", "validation_mse"} <= set(metrics)
@@ -107,18 +155,29 @@ def test_regression_pairs_csv(preset, tmp_path):
     assert int(resumed.optimizer.iterations) == 1  # 8 pairs, 1 epoch of batches of 32
 
 
-def test_lora_rank_trains_factors_and_head_and_writes_what_trained(preset, tmp_path):
+def _lora_rows():
+    return [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
+
+
+def _lora(preset, d):
+    train = _write(d / "train.tsv", "sentence\tlabel\n" +
+                   "".join(f"{t}\t{label}\n" for t, label in _lora_rows()))
+    return [f"--train_file={train}", "--text_column=sentence", f"--model_dir={d / 'run'}",
+            "--lora_rank=2"]
+
+
+RUNS["lora"] = _lora
+
+
+def test_lora_rank_trains_factors_and_head_and_writes_what_trained(preset, runs):
     import keras
     import numpy as np
 
     import keras_bert
 
-    rows = [(t, "pos") for t in POSITIVE] + [(t, "neg") for t in NEGATIVE]
-    train = _write(tmp_path / "train.tsv", "sentence\tlabel\n" +
-                   "".join(f"{t}\t{label}\n" for t, label in rows))
+    result, tmp_path = runs["lora"]
+    rows = _lora_rows()
     model_dir = tmp_path / "run"
-    result = _tool(f"--preset={preset}", f"--train_file={train}", "--text_column=sentence",
-                   f"--model_dir={model_dir}", "--lora_rank=2")
     assert result.returncode == 0, result.stderr[-3000:]
     # 2 blocks x query, value x (16x2 + 2x16) factors, and the 16x2 + 2 head.
     trainable = 2 * 2 * (16 * 2 + 2 * 16) + 34
@@ -137,42 +196,61 @@ def test_lora_rank_trains_factors_and_head_and_writes_what_trained(preset, tmp_p
                                atol=1e-5)
 
 
-def test_tagging_and_multiple_choice_jsonl(preset, tmp_path):
-    tagged = _write(tmp_path / "ner.jsonl", "".join(json.dumps(r) + "\n" for r in [
+def _tagging(preset, d):
+    tagged = _write(d / "ner.jsonl", "".join(json.dumps(r) + "\n" for r in [
         {"tokens": ["paris", "is", "red"], "tags": ["LOC", "O", "O"]},
         {"tokens": ["the", "cat", "sat"], "tags": ["O", "O", "O"]}] * 4))
-    result = _tool(f"--preset={preset}", "--task=tagging", f"--train_file={tagged}",
-                   f"--test_file={tagged}", "--text_column=tokens", "--label_column=tags",
-                   f"--model_dir={tmp_path / 'ner'}")
+    return ["--task=tagging", f"--train_file={tagged}", f"--test_file={tagged}",
+            "--text_column=tokens", "--label_column=tags", f"--model_dir={d / 'ner'}"]
+
+
+def _multiple_choice(preset, d):
+    choices = _write(d / "swag.jsonl", "".join(json.dumps(r) + "\n" for r in [
+        {"ctx": "the cat", "endings": ["sat", "is red"], "label": 0}] * 6))
+    return ["--task=multiple_choice", f"--train_file={choices}", f"--eval_file={choices}",
+            "--text_column=ctx", "--text_b_column=endings", f"--model_dir={d / 'mc'}"]
+
+
+RUNS["tagging"] = _tagging
+RUNS["multiple_choice"] = _multiple_choice
+
+
+def test_tagging_and_multiple_choice_jsonl(runs):
+    result, tmp_path = runs["tagging"]
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("BertTokenClassifier from ")
     first = json.loads((tmp_path / "ner" / "test_predictions.jsonl").read_text().splitlines()[0])
     assert first["words"] == ["paris", "is", "red"] and len(first["tags"]) == 3
     assert set(first["tags"]) <= {"LOC", "O"}
     assert keras.saving.load_model(tmp_path / "ner" / "model.keras").label_names == ["LOC", "O"]
-    choices = _write(tmp_path / "swag.jsonl", "".join(json.dumps(r) + "\n" for r in [
-        {"ctx": "the cat", "endings": ["sat", "is red"], "label": 0}] * 6))
-    result = _tool(f"--preset={preset}", "--task=multiple_choice", f"--train_file={choices}",
-                   f"--eval_file={choices}", "--text_column=ctx", "--text_b_column=endings",
-                   f"--model_dir={tmp_path / 'mc'}")
+    result, tmp_path = runs["multiple_choice"]
     assert result.returncode == 0, result.stderr[-3000:]
     assert "validation_accuracy" in json.loads((tmp_path / "mc" / "metrics.json").read_text())
 
 
-def test_embedding_on_triples_of_a_sentence_transformers_model(tmp_path):
-    """--task=embedding: a BertTextEmbedder from a sentence-transformers model, trained on
-    (anchor, positive, negative) rows with in-batch negatives, scored by retrieval."""
+def _embedding(preset, d):
     from tests.models.test_text_embedder import ANCHORS, NEGATIVES, POSITIVES
     from tests.st_models import write_st_model
 
-    st_dir = write_st_model(tmp_path / "st", pooling="mean", dense=[(8, "Tanh")])
+    st_dir = write_st_model(d / "st", pooling="mean", dense=[(8, "Tanh")])
     rows = [{"query": a, "positive": p, "hard": n}
             for a, p, n in zip(ANCHORS, POSITIVES, NEGATIVES)]
-    train = _write(tmp_path / "train.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    train = _write(d / "train.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    # (the later --preset, the sentence-transformers model's, is the one the tool takes)
+    return [f"--preset={st_dir}", "--task=embedding", f"--train_file={train}",
+            f"--eval_file={train}", "--text_column=query", "--negative_column=hard",
+            "--batch_size=4", f"--model_dir={d / 'run'}"]
+
+
+RUNS["embedding"] = _embedding
+
+
+def test_embedding_on_triples_of_a_sentence_transformers_model(runs):
+    """--task=embedding: a BertTextEmbedder from a sentence-transformers model, trained on
+    (anchor, positive, negative) rows with in-batch negatives, scored by retrieval."""
+    result, tmp_path = runs["embedding"]
+    st_dir = tmp_path / "st"
     model_dir = tmp_path / "run"
-    result = _tool(f"--preset={st_dir}", "--task=embedding", f"--train_file={train}",
-                   f"--eval_file={train}", "--text_column=query", "--negative_column=hard",
-                   "--batch_size=4", f"--model_dir={model_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith(f"BertTextEmbedder from '{st_dir}': 8 training examples, "
                                     "8 validation")
@@ -196,7 +274,7 @@ def test_tfds_set_through_mock_data(preset, tmp_path):
     assert "validation_accuracy" in metrics and "test_accuracy" not in metrics  # GLUE hides it
 
 
-@pytest.mark.parametrize("make_flags, message", [
+BAD_DATA = [
     (lambda p, d: [f"--train_file={d / 'missing.tsv'}", "--text_column=s"],
      "finetune.py: {d}/missing.tsv: no such data file."),
     (lambda p, d: ["--train_file=" + _write(d / "t.tsv", "text\tlabel\na\t1\n"),
@@ -218,10 +296,12 @@ def test_tfds_set_through_mock_data(preset, tmp_path):
     (lambda p, d: ["--task=squad", f"--train_file={d / 'squad.json'}", "--seq_length=4"],
      "finetune.py: BertSpanLabeler packs (question, context) pairs, [CLS] q [SEP] c [SEP]: "
      "its preprocessor's seq_length must be at least 5, got 4"),
-])
-def test_bad_data_is_one_line(preset, tmp_path, make_flags, message):
-    result = _tool(f"--preset={preset}", f"--model_dir={tmp_path / 'run'}",
-                   *make_flags(preset, tmp_path))
+]
+
+
+@pytest.mark.parametrize("make_flags, message", BAD_DATA)
+def test_bad_data_is_one_line(runs, make_flags, message):
+    result, tmp_path = runs[message]
     assert result.returncode == 1, result.stderr[-3000:]
     assert result.stderr.startswith(message.format(d=tmp_path)), result.stderr[-3000:]
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-3000:]
@@ -260,14 +340,30 @@ def _squad_json(version_2=False):
                        "data": [{"title": "t", "paragraphs": paragraphs}]})
 
 
+def _squad(version_2):
+    def make_flags(preset, d):
+        data = _write(d / "squad.json", _squad_json(version_2))
+        return ["--task=squad", f"--train_file={data}", f"--eval_file={data}",
+                f"--model_dir={d / 'run'}", "--doc_stride=4", "--max_query_length=4",
+                "--batch_size=4", *(["--version_2_with_negative"] if version_2 else [])]
+
+    return make_flags
+
+
+def _squad_bad_json(preset, d):
+    data = _write(d / "squad.json", '{"data": [{"paragraphs": [{"qas": []}]}]}')
+    return ["--task=squad", f"--train_file={data}", f"--model_dir={d / 'run'}"]
+
+
+RUNS["squad_1"] = _squad(False)
+RUNS["squad_2"] = _squad(True)
+RUNS["squad_bad_json"] = _squad_bad_json
+
+
 @pytest.mark.parametrize("version_2", [False, True])
-def test_squad_writes_predictions_and_official_metrics(preset, tmp_path, version_2):
-    data = _write(tmp_path / "squad.json", _squad_json(version_2))
+def test_squad_writes_predictions_and_official_metrics(runs, version_2):
+    result, tmp_path = runs["squad_2" if version_2 else "squad_1"]
     model_dir = tmp_path / "run"
-    flags = [f"--preset={preset}", "--task=squad", f"--train_file={data}",
-             f"--eval_file={data}", f"--model_dir={model_dir}", "--doc_stride=4",
-             "--max_query_length=4", "--batch_size=4"]
-    result = _tool(*flags, *(["--version_2_with_negative"] if version_2 else []))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("BertSpanLabeler from ")
     metrics = json.loads((model_dir / "metrics.json").read_text())
@@ -280,10 +376,8 @@ def test_squad_writes_predictions_and_official_metrics(preset, tmp_path, version
     assert (model_dir / "model.keras").is_file()
 
 
-def test_squad_bad_json_names_the_file(preset, tmp_path):
-    data = _write(tmp_path / "squad.json", '{"data": [{"paragraphs": [{"qas": []}]}]}')
-    result = _tool(f"--preset={preset}", "--task=squad", f"--train_file={data}",
-                   f"--model_dir={tmp_path / 'run'}")
+def test_squad_bad_json_names_the_file(runs):
+    result, _ = runs["squad_bad_json"]
     assert result.returncode == 1
     assert result.stderr.startswith("finetune.py: ") and "context" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
