@@ -272,7 +272,6 @@ def encoder_case(rng, encoder):
 
 
 def main(cases=300, seed=0):
-    rng = np.random.default_rng(seed)
     pre = BertPreprocessor(VOCAB, seq_length=12)
     layers = {
         "BertPreprocessor": (preprocessor_case, pre),
