@@ -8,6 +8,7 @@ segments A and B are each a run of the tokenized source text).
 """
 
 import os
+import signal
 
 import numpy as np
 import pytest
@@ -365,22 +366,28 @@ def test_failures_midway_leave_no_output(small_corpus, vocab, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["blank.txt"]
 
 
-def test_a_dead_worker_is_an_error(small_corpus, vocab, tmp_path):
-    import multiprocessing
-    import signal
+_ENCODE = pretraining_data._encode
 
-    def kill_a_worker(stats):
-        if stats.chunks == 1:
-            os.kill(multiprocessing.active_children()[0].pid, signal.SIGKILL)
 
-    # 30 chunks of 50 lines: when the first is written, most are still to be submitted (at
-    # most 4 are in flight), so the pool's death is met whichever worker was killed and
-    # however fast the others were.
+def _encode_or_die(chunk, chunk_index):
+    """A worker's job that kills its own process (SIGKILL, as the OOM killer does) on the
+    third chunk, before it sends anything back."""
+    if chunk_index == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _ENCODE(chunk, chunk_index)
+
+
+def test_a_dead_worker_is_an_error(small_corpus, vocab, tmp_path, monkeypatch):
+    """A worker killed while it works: the run stops with an error naming it, and leaves no
+    output. (The worker dies before it sends its result: one killed while writing it to the
+    result pipe leaves Python's ProcessPoolExecutor waiting for the rest of the message,
+    which no error can end.)"""
+    # The pool is forked after the patch, so its workers run _encode_or_die.
+    monkeypatch.setattr(pretraining_data, "_encode", _encode_or_die)
     with pytest.raises(PretrainingDataError, match="a worker process died"):
         pretraining_data.create_pretraining_data(
             small_corpus[0], [str(tmp_path / "out.tfrecord")], vocab, num_workers=2,
-            chunk_lines=50, progress=kill_a_worker,
-            options=PretrainingDataOptions(**dict(FLAGS, dupe_factor=1)))
+            chunk_lines=50, options=PretrainingDataOptions(**dict(FLAGS, dupe_factor=1)))
     assert os.listdir(tmp_path) == []
 
 
