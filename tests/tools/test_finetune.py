@@ -36,10 +36,15 @@ with tfds.testing.mock_data(num_examples=12):
 def preset(tmp_path_factory):
     import keras_bert
 
+    # A pre-trained encoder (no task head), as fine-tuning starts from: the head of each run
+    # is its task's, fresh. A classifier preset would give its 2-class head to every run,
+    # refused for another task or size.
     path = tmp_path_factory.mktemp("preset")
+    classifier = tmp_path_factory.mktemp("classifier")
     keras_bert.BertClassifier(tiny_encoder(), 2,
                               preprocessor=keras_bert.BertPreprocessor(VOCAB, seq_length=16)).save_to_preset(
-        str(path))
+        str(classifier))
+    keras_bert.BertEncoder.from_preset(str(classifier)).save_to_preset(str(path))
     return path
 
 
@@ -190,7 +195,7 @@ def test_lora_rank_trains_factors_and_head_and_writes_what_trained(preset, runs)
     # model.lora.h5 onto a fresh model of the preset is the model that trained.
     texts = [t for t, _ in rows]
     saved = keras.saving.load_model(model_dir / "model.keras")
-    fresh = keras_bert.BertClassifier.from_preset(str(preset), seq_length=16)
+    fresh = keras_bert.BertClassifier.from_preset(str(preset), num_classes=2, seq_length=16)
     fresh.load_lora_weights(str(model_dir / "model.lora.h5"))
     np.testing.assert_allclose(fresh.predict(texts, verbose=0), saved.predict(texts, verbose=0),
                                atol=1e-5)
