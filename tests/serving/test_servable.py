@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from keras_bert.serving.errors import ServingError
-from keras_bert.serving.servable import Servable, read_signature_defs, served_file
+from keras_bert.serving.limits import RequestLimits
+from keras_bert.serving.servable import (Servable, ServableOptions, read_signature_defs,
+                                         served_file)
 
 from toy_models import write_doubler  # tests/serving/toy_models.py
 
@@ -30,7 +32,8 @@ def test_which_file_serves(tmp_path, doubler):
 
 
 def test_a_loaded_version_predicts_and_refuses_what_it_cannot(doubler):
-    servable = Servable("doubler", 1, doubler, max_request_batch=2)
+    servable = Servable("doubler", 1, doubler,
+                        ServableOptions(limits=RequestLimits(max_request_batch=2)))
     servable.load()
     assert (servable.state, servable.served_file) == ("AVAILABLE", "saved_model.pb")
     x = {"x": np.array([1.0, 2.0], "float32")}
