@@ -8,6 +8,7 @@ serving SavedModels (signatures ``serving_default`` and ``serving_ids``).
 import pathlib
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
@@ -68,6 +69,18 @@ def write_test_models(directory):
         path = write_serving_model(model, pathlib.Path(directory) / name)
         found[name] = (path, expected_outputs(model, SENTENCES))
     return found
+
+
+def text_request(texts=SENTENCES):
+    """A Predict request's inputs of ``texts``: ``{"text": object array of UTF-8 bytes}``."""
+    array = np.empty(len(texts), dtype=object)
+    array[:] = [t.encode("utf-8") for t in texts]
+    return {"text": array}
+
+
+def predict_texts(servable, texts=SENTENCES):
+    """``servable``'s default signature on ``texts``."""
+    return servable.predict(servable.signature(""), text_request(texts))
 
 
 def install_version(saved_model, base_path, version):

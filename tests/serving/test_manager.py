@@ -9,19 +9,9 @@ import numpy as np
 import pytest
 
 from keras_bert.serving import ModelConfig, ModelManager, ServerConfigError, ServingError
-from tests.export.serving_models import SENTENCES, install_version
+from tests.export.serving_models import install_version, predict_texts as _predict
 
 WAIT = 60
-
-
-def _texts(texts=SENTENCES):
-    array = np.empty(len(texts), dtype=object)
-    array[:] = [t.encode("utf-8") for t in texts]
-    return {"text": array}
-
-
-def _predict(servable, texts=SENTENCES):
-    return servable.predict(servable.signature(""), _texts(texts))
 
 
 def _close(outputs, expected):
