@@ -227,7 +227,8 @@ class TransformerBlock(keras.layers.Layer):
         branch = dropout(branch, training=training)
         # LayerNormalization computes in float32 for float32 input and returns the compute
         # dtype.
-        return norm(tf.cast(residual, tf.float32) + tf.cast(branch, tf.float32))
+        return self._norm(norm, tf.cast(residual, tf.float32) + tf.cast(branch, tf.float32),
+                          training)
 
     def _activate(self, hidden, training):
         if self._activation is None:
@@ -274,8 +275,17 @@ class TransformerBlock(keras.layers.Layer):
         # sums and the activation run inside the kernel, LayerNorm follows in float32.
         context = self._self_attention(x_q, x, input_mask, batch, q_len, seq, training,
                                        use_int8=True)
-        x = self.attention_layer_norm(self.attention_output.int8_matmul(context, addend=x_q))
-        return self.output_layer_norm(self._int8_feed_forward(x, batch, q_len, first_apart))
+        x = self._norm(self.attention_layer_norm,
+                       self.attention_output.int8_matmul(context, addend=x_q), training)
+        return self._norm(self.output_layer_norm,
+                          self._int8_feed_forward(x, batch, q_len, first_apart), training)
+
+    def _norm(self, norm, x, training):
+        # LayerNorm of [rows, hidden] float32: in a serving export's graph, large ones as one
+        # fused kernel (the same math).
+        if serving_graph.inference(training):
+            return serving_graph.layer_norm(norm, x)
+        return norm(x)
 
     def _int8_feed_forward(self, x, batch, q_len, first_apart):
         # x + output(activation(intermediate(x))) on the int8 kernel, before LayerNorm;

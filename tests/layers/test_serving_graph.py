@@ -79,6 +79,8 @@ def test_small_attention_is_decided_by_the_product_size():
 @pytest.mark.parametrize("small", [True, False])
 def test_the_serving_graph_computes_the_block(act, small, monkeypatch):
     monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 10**9 if small else 0)
+    # Small attention with small LayerNorms, large attention with the fused LayerNorm.
+    monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 10**9 if small else 0)
     block, weights = _block(act)
     x, mask = _inputs()
     want = ref.transformer_block(weights, x, mask, 4, act=act)
@@ -109,9 +111,97 @@ def test_the_serving_graph_has_fewer_ops():
         ops = _ops(function)
         assert "Transpose" not in ops and "Einsum" in ops, ops
         assert ops.count("MatMul") == matmuls and "BatchMatMulV3" in ops
-    # The fused kernel and bias are constants, the weights as they were when traced: six
-    # variable reads fewer (query, key and value's kernels and biases).
-    assert _ops(serve).count("ReadVariableOp") == _ops(variables).count("ReadVariableOp") - 6
+    # The fused kernel and bias and the LayerNorms' scales and offsets are constants, the
+    # weights as they were when traced: ten variable reads fewer (query, key and value's
+    # kernels and biases, two gammas and betas).
+    assert _ops(serve).count("ReadVariableOp") == _ops(variables).count("ReadVariableOp") - 10
+
+
+def _norm(epsilon=1e-12, hidden=48, seed=2):
+    import keras
+
+    norm = keras.layers.LayerNormalization(epsilon=epsilon)
+    norm.build((None, None, hidden))
+    rng = np.random.default_rng(seed)
+    norm.gamma.assign(rng.normal(size=hidden).astype("float32"))
+    norm.beta.assign(rng.normal(size=hidden).astype("float32"))
+    return norm
+
+
+def _layer_norm_reference(norm, x):
+    x = x.astype(np.float64)
+    mean = x.mean(-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + norm.epsilon) * norm.gamma.numpy() + norm.beta.numpy()
+
+
+@pytest.mark.parametrize("large", [True, False])
+@pytest.mark.parametrize("constants", [True, False])
+def test_layer_norm_on_either_path_is_the_layers(large, constants, monkeypatch):
+    monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 0 if large else 10**9)
+    norm = _norm()
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(7, 48)) * 3 + 1).astype("float32")
+    # Rows of tiny spread: a fused batch norm with tf.nn.fused_batch_norm's least epsilon
+    # (1.001e-5) would compress them; the layer's own 1e-12 keeps them at unit variance.
+    x[3] = 1e-3 * rng.normal(size=48)
+    with serving_graph.building(constants=constants):
+        layer_norm = tf.function(lambda t: serving_graph.layer_norm(norm, t))
+        function = layer_norm.get_concrete_function(tf.TensorSpec([None, 48]))
+    got = function(tf.constant(x)).numpy()
+    np.testing.assert_allclose(got, _layer_norm_reference(norm, x), atol=2e-5, rtol=0)
+    np.testing.assert_allclose(got, norm(x).numpy(), atol=2e-5, rtol=0)
+    assert "FusedBatchNormV3" in _ops(function)  # in the large branch of the cond
+
+
+def test_layer_norm_path_is_decided_by_the_numbers():
+    norm = _norm()
+    with serving_graph.building():
+        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
+            tf.TensorSpec([None, 48]))
+    rows = serving_graph.LARGE_LAYER_NORM // 48
+    for n, large in ((rows - 1, False), (rows + 1, True)):
+        ops = _session_ops(function, np.ones((n, 48), "float32"))
+        assert ("FusedBatchNormV3" in ops or "_MklLayerNorm" in ops) == large, (n, ops)
+        assert ("Rsqrt" in ops) == (not large), (n, ops)
+
+
+def _session_ops(function, x):
+    """The op types a TF1 session (as TF Serving runs a SavedModel) executes for ``function``
+    on ``x``: after TensorFlow's graph rewrites (on x86, oneDNN's)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        feed = tf.compat.v1.placeholder(tf.float32, [None, x.shape[-1]])
+        out, = tf.graph_util.import_graph_def(
+            function.graph.as_graph_def(), input_map={function.inputs[0].name: feed},
+            return_elements=[function.outputs[0].name])
+    with tf.compat.v1.Session(graph=graph) as session:
+        metadata = tf.compat.v1.RunMetadata()
+        session.run(out, {feed: x}, run_metadata=metadata, options=tf.compat.v1.RunOptions(
+            trace_level=tf.compat.v1.RunOptions.FULL_TRACE))
+    return {node.timeline_label.split(" = ")[1].split("(")[0]
+            for device in metadata.step_stats.dev_stats for node in device.node_stats
+            if " = " in node.timeline_label}
+
+
+@pytest.mark.skipif(not int8.available(), reason="oneDNN's kernels: TensorFlow's x86 builds")
+def test_a_large_layer_norm_runs_as_one_onednn_kernel(monkeypatch):
+    monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 0)
+    norm = _norm()
+    with serving_graph.building():
+        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
+            tf.TensorSpec([None, 48]))
+    ops = _session_ops(function, np.ones((300, 48), "float32"))
+    assert "_MklLayerNorm" in ops and "FusedBatchNormV3" not in ops, ops
+
+
+def test_layer_norm_of_other_inputs_is_the_layers_call():
+    # Not [rows, hidden] float32 (here 3-D): the layer's own call, no cond.
+    norm = _norm()
+    with serving_graph.building():
+        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
+            tf.TensorSpec([None, None, 48]))
+    assert "FusedBatchNormV3" not in _ops(function) and "If" not in _ops(function)
 
 
 def _int8_block():
