@@ -9,7 +9,8 @@ as a one-operand ``tf.einsum`` runs on TensorFlow's own transpose in ~5 us. Insi
 `building`, layers trace their inference calls for such an export:
 
 * the attention heads move with ``tf.einsum`` (`heads_first`, `heads_last`) instead of
-  ``tf.transpose``: the same values;
+  ``tf.transpose``: the same values; projections computed side by side move together and
+  split along the first axis, without a copy (`split_heads`);
 * with ``constants=True`` (the export then freezes every variable into the graph), query,
   key and value run as one matmul on a kernel concatenated once, at trace time, from the
   three layers' weights (`fused_projection`), then split: float32 sums in another order
@@ -84,6 +85,15 @@ def heads_first(x):
     """``[batch, seq, heads, size]`` -> ``[batch, heads, seq, size]`` (``tf.transpose`` with
     ``[0, 2, 1, 3]``, as a one-operand einsum)."""
     return tf.einsum("bshd->bhsd", x)
+
+
+def split_heads(x, batch, seq, groups, heads):
+    """``x`` ``[batch * seq, groups * heads * size]`` (``groups`` projections side by side)
+    -> ``groups`` tensors ``[batch, heads, seq, size]``: one move of the heads for all the
+    groups (as `heads_first`), then a split along the first axis, which TensorFlow does
+    without copying (``tf.split`` along the heads axis copies every group)."""
+    x = tf.reshape(x, [batch, seq, groups, heads, -1])
+    return tf.unstack(tf.einsum("bsghd->gbhsd", x), num=groups, axis=0)
 
 
 def heads_last(x):

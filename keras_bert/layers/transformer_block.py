@@ -164,12 +164,14 @@ class TransformerBlock(keras.layers.Layer):
             if use_int8:
                 x = int8.quantize(x)
                 x_q = x if same else int8.quantize(x_q)
+            heads = self.num_attention_heads
             if same:
-                heads = self._heads(serving_graph.fused_projection(qkv, x), batch, seq, 3)
-                return tf.split(heads, 3, axis=1)
+                return serving_graph.split_heads(serving_graph.fused_projection(qkv, x), batch,
+                                                 seq, 3, heads)
             q = self.query.int8_matmul(x_q) if use_int8 else self.query(x_q)
-            kv = self._heads(serving_graph.fused_projection(qkv[1:], x), batch, seq, 2)
-            return [self._heads(q, batch, q_len)] + tf.split(kv, 2, axis=1)
+            kv = serving_graph.fused_projection(qkv[1:], x)
+            return [self._heads(q, batch, q_len)] + serving_graph.split_heads(kv, batch, seq, 2,
+                                                                               heads)
         q, k, v = self._projections(x_q, x, use_int8)
         return self._heads(q, batch, q_len), self._heads(k, batch, seq), self._heads(v, batch, seq)
 
