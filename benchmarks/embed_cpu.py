@@ -38,34 +38,23 @@ from benchmarks.common import harness  # noqa: E402
 harness.start()  # before TensorFlow: keep its C++ logging out of the table
 
 import os  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
-import warnings  # noqa: E402
 
-from absl import flags, logging  # noqa: E402
+from absl import flags  # noqa: E402
 
 from benchmarks.common import cpu_timing, embed_contenders as contenders_lib  # noqa: E402
 
 FLAGS = flags.FLAGS
-harness.define_flags(batch_size=32, seq_length=128, rounds=3, max_texts=0,
-                     latency_texts=200, latency_block=25, threads=0)
+cpu_timing.define_flags(contenders_lib)
 flags.DEFINE_string("model", "minilm_l6", "A sentence-embedding preset or directory (mean "
                     "pooling, normalized), or 'tiny' for a random 2-layer model.")
-flags.DEFINE_list("contenders", list(contenders_lib.ALL),
-                  f"Which to run, of: {', '.join(contenders_lib.ALL)}.")
 
 
 def main(argv):
     del argv
-    if not FLAGS.contenders:
-        sys.exit("embed_cpu.py: --contenders is empty; choose from "
-                 f"{', '.join(contenders_lib.ALL)}")
-    harness.require_contenders("--contenders", FLAGS.contenders, contenders_lib.NEEDS)
-    import keras_bert  # noqa: F401  first: loads TensorFlow without its C++ start-up lines
+    cpu_timing.start("embed_cpu.py", contenders_lib)
     from keras_bert.data import movie_reviews
 
-    logging.set_verbosity(logging.ERROR)  # ORT's quantizer, the torch exporter, Keras
-    warnings.simplefilter("ignore")
     threads = FLAGS.threads or os.cpu_count() or 1
     cpu, have = cpu_timing.print_cpu(threads)
     texts = [str(t) for t in movie_reviews.load()["test"][0]]
@@ -76,11 +65,8 @@ def main(argv):
 
     setup = contenders_lib.EmbedSetup(FLAGS.model, FLAGS.seq_length, threads,
                                       tempfile.mkdtemp(prefix="embed_cpu_"))
-    runners, setup_seconds = cpu_timing.build_runners(
-        FLAGS.contenders, contenders_lib.ALL, setup, texts, FLAGS.batch_size)
-    rates, vectors = cpu_timing.time_batched(runners, texts, FLAGS.batch_size, FLAGS.rounds)
-    latency = cpu_timing.time_single(runners, texts[:FLAGS.latency_texts],
-                                     FLAGS.latency_block)
+    runners, rates, latency, vectors, setup_seconds = cpu_timing.measure(
+        contenders_lib, setup, texts)
     rows = contenders_lib.summarize(runners, rates, latency, vectors)
     contenders_lib.print_table(rows)
     summary = contenders_lib.targets(rows)

@@ -49,15 +49,13 @@ harness.start()  # before TensorFlow: keep its C++ logging out of the table
 import os  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import warnings  # noqa: E402
 
-from absl import flags, logging  # noqa: E402
+from absl import flags  # noqa: E402
 
 from benchmarks.common import contenders as contenders_lib, cpu_timing  # noqa: E402
 
 FLAGS = flags.FLAGS
-harness.define_flags(batch_size=32, seq_length=128, rounds=3, max_texts=0,
-                     latency_texts=200, latency_block=25, threads=0)
+cpu_timing.define_flags(contenders_lib)
 flags.DEFINE_string("model", str(harness.REPO / "demo_model" / "model.keras"),
                     "A fine-tuned BertClassifier (.keras); or 'minilm_l6' for it with an "
                     "untrained 2-class head, 'tiny' for a random 2-layer model (accuracy is "
@@ -65,8 +63,6 @@ flags.DEFINE_string("model", str(harness.REPO / "demo_model" / "model.keras"),
 flags.DEFINE_enum("data", "movie_reviews", ["movie_reviews", "wikipedia"],
                   "The texts: the movie-review test split (labelled), or the tests' Wikipedia "
                   "lines (no labels: no accuracy).")
-flags.DEFINE_list("contenders", list(contenders_lib.ALL),
-                  f"Which to run, of: {', '.join(contenders_lib.ALL)}.")
 flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0,
                      "The *_session contenders' intra-op threads (threads one op may use), as "
                      "tensorflow_model_server's flag of this name (0: TensorFlow picks).")
@@ -95,17 +91,7 @@ def load_texts():
 
 def main(argv):
     del argv
-    # Every contender asked for runs: each is known and has its packages, or the run stops.
-    if not FLAGS.contenders:
-        sys.exit("serve_cpu.py: --contenders is empty; choose from "
-                 f"{', '.join(contenders_lib.ALL)}")
-    harness.require_contenders("--contenders", FLAGS.contenders, contenders_lib.NEEDS)
-    import keras_bert  # noqa: F401  first: loads TensorFlow without its C++ start-up lines
-
-    # ONNX Runtime's quantizer logs every tensor and advises pre-processing; the torch
-    # exporter, Keras' quantize and transformers warn about what this script does on purpose.
-    logging.set_verbosity(logging.ERROR)
-    warnings.simplefilter("ignore")
+    cpu_timing.start("serve_cpu.py", contenders_lib)
     if FLAGS.model not in contenders_lib.BUILT_MODELS and not os.path.exists(FLAGS.model):
         sys.exit(f"serve_cpu.py: --model={FLAGS.model} does not exist: run `make demo` first "
                  "(it writes demo_model/model.keras), pass another fine-tuned BertClassifier, "
@@ -124,12 +110,8 @@ def main(argv):
     setup = contenders_lib.Setup(FLAGS.model, FLAGS.seq_length, threads, workdir,
                                  session_threads=(FLAGS.tensorflow_intra_op_parallelism,
                                                   FLAGS.tensorflow_inter_op_parallelism))
-    runners, setup_seconds = cpu_timing.build_runners(
-        FLAGS.contenders, contenders_lib.ALL, setup, texts, FLAGS.batch_size)
-    rates, predictions = cpu_timing.time_batched(runners, texts, FLAGS.batch_size,
-                                                 FLAGS.rounds)
-    latency = cpu_timing.time_single(runners, texts[:FLAGS.latency_texts],
-                                     FLAGS.latency_block)
+    runners, rates, latency, predictions, setup_seconds = cpu_timing.measure(
+        contenders_lib, setup, texts)
     rows = contenders_lib.summarize(runners, rates, latency, predictions, labels)
     contenders_lib.print_table(rows)
     summary = contenders_lib.targets(rows)

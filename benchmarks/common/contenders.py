@@ -1,9 +1,9 @@
 """The contenders of benchmarks/serve_cpu.py: one fine-tuned classifier served each way.
 
-Each entry of `ALL` takes the shared `Setup` and returns a runner, ``texts (a list of str)
--> probabilities (numpy [len(texts), num_classes])``; `NEEDS` names the modules each one
+Each entry of `CONTENDERS` (a `Contender`) makes, from the shared `Setup`, a runner ``texts
+(a list of str) -> probabilities (numpy [len(texts), num_classes])`` and names the modules it
 imports, which serve_cpu.py checks before it starts (a contender it was asked for runs, or
-the script stops and says what to install). The peers get exactly the
+the script stops and says what to install); `ALL`, `NEEDS` and `KINDS` are its columns. The peers get exactly the
 keras_bert model's weights (its encoder written in Hugging Face's format, its head copied),
 the same vocabulary and casing, and the same longest length; every runner pads each batch
 to its longest text.
@@ -11,8 +11,11 @@ to its longest text.
 
 import functools
 import os
+import typing
 
 import numpy as np
+
+from benchmarks.common import cpu_timing
 
 
 # --model values that name a model built here instead of a .keras file.
@@ -27,6 +30,30 @@ def softmax(logits):
 
 def concat(outputs):
     return np.concatenate(outputs, axis=0)
+
+
+# The inputs of the ONNX files (`Setup.onnx_fp32`), as `torch.onnx.export` names them.
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class Contender(typing.NamedTuple):
+    """One way to serve the model: ``make(setup) -> runner``; the modules it imports beyond
+    keras_bert's own (what it needs installed); whether it is keras_bert's; its precision;
+    the float32 contender it is the quantized form of (or None)."""
+
+    make: typing.Callable
+    needs: tuple = ()
+    ours: bool = True
+    precision: str = "fp32"
+    float_of: typing.Optional[str] = None
+
+
+def tables(contenders):
+    """``ALL`` (name -> make), ``NEEDS`` (name -> modules) and ``KINDS`` (name -> (ours,
+    precision, float_of)) of a table name -> `Contender`."""
+    return ({name: c.make for name, c in contenders.items()},
+            {name: c.needs for name, c in contenders.items()},
+            {name: (c.ours, c.precision, c.float_of) for name, c in contenders.items()})
 
 
 class Setup:
@@ -119,6 +146,15 @@ class Setup:
 
     onnx_output = "logits"  # the name of `hf_model`'s output in the ONNX file
 
+    def ort_feeds(self, texts):
+        """The ONNX file's inputs for ``texts``: int64 ids ``[batch, longest]`` by name."""
+        encoded = self.tokenize(texts, "np")
+        return {n: encoded[n].astype(np.int64) for n in ONNX_INPUTS}
+
+    def ort_result(self, output):
+        """A runner's result from the ONNX file's `onnx_output`: the probabilities."""
+        return softmax(output)
+
     @functools.cached_property
     def onnx_fp32(self):
         import torch
@@ -126,7 +162,7 @@ class Setup:
         model = self.hf_model()
         path = os.path.join(self.workdir, "model.onnx")
         example = self.tokenize(["a first text", "and a second, longer one"], "pt")
-        names = ["input_ids", "attention_mask", "token_type_ids"]
+        names = list(ONNX_INPUTS)
         axes = {n: {0: "batch", 1: "sequence"} for n in names}
         axes[self.onnx_output] = {0: "batch"}
         torch.onnx.export(model, tuple(example[n] for n in names), path, input_names=names,
@@ -263,12 +299,13 @@ def ort_session(setup, path):
 
 
 def _ort_runner(setup, path):
+    """The ONNX file ``path`` in ONNX Runtime, fed and read as ``setup`` says
+    (`Setup.ort_feeds`, `Setup.ort_result`)."""
     session, names = ort_session(setup, path)
 
     def run(texts):
-        encoded = setup.tokenize(texts, "np")
-        feeds = {n: encoded[n].astype(np.int64) for n in names}
-        return softmax(session.run(["logits"], feeds)[0])
+        feeds = setup.ort_feeds(texts)
+        return setup.ort_result(session.run([setup.onnx_output], {n: feeds[n] for n in names})[0])
     return run
 
 
@@ -280,52 +317,28 @@ def ort_int8(setup):
     return _ort_runner(setup, setup.onnx_int8)
 
 
-# name -> (setup -> runner). The kind and precision of each are in `KINDS`.
-ALL = {
-    "keras_bert_fp32": keras_bert_fp32,
-    "keras_bert_int8": keras_bert_int8,
-    "keras_bert_fp32_session": keras_bert_fp32_session,
-    "keras_bert_int8_session": keras_bert_int8_session,
-    "keras_bert_fp32_plain": keras_bert_fp32_plain,
-    "litert_fp32": litert_fp32,
-    "litert_int8": litert_int8,
-    "hf_torch": hf_torch,
-    "torch_compile": torch_compile,
-    "ort_fp32": ort_fp32,
-    "ort_int8": ort_int8,
+# The modules ONNX Runtime's contenders import (the export needs torch and transformers).
+ORT_NEEDS = ("onnxruntime", "onnx", "torch", "transformers")
+CONTENDERS = {
+    "keras_bert_fp32": Contender(keras_bert_fp32),
+    "keras_bert_int8": Contender(keras_bert_int8, precision="int8", float_of="keras_bert_fp32"),
+    "keras_bert_fp32_session": Contender(keras_bert_fp32_session),
+    "keras_bert_int8_session": Contender(keras_bert_int8_session, precision="int8",
+                                         float_of="keras_bert_fp32_session"),
+    "keras_bert_fp32_plain": Contender(keras_bert_fp32_plain),
+    "litert_fp32": Contender(litert_fp32, ("ai_edge_litert",)),
+    "litert_int8": Contender(litert_int8, ("ai_edge_litert",), precision="int8",
+                             float_of="litert_fp32"),
+    "hf_torch": Contender(hf_torch, ("torch", "transformers"), ours=False),
+    "torch_compile": Contender(torch_compile, ("torch", "transformers"), ours=False),
+    "ort_fp32": Contender(ort_fp32, ORT_NEEDS, ours=False),
+    "ort_int8": Contender(ort_int8, ORT_NEEDS, ours=False, precision="int8",
+                          float_of="ort_fp32"),
 }
-# name -> the modules it imports (beyond keras_bert's own): what it needs installed.
-_ORT = ("onnxruntime", "onnx", "torch", "transformers")
-NEEDS = {
-    "keras_bert_fp32": (),
-    "keras_bert_int8": (),
-    "keras_bert_fp32_session": (),
-    "keras_bert_int8_session": (),
-    "keras_bert_fp32_plain": (),
-    "litert_fp32": ("ai_edge_litert",),
-    "litert_int8": ("ai_edge_litert",),
-    "hf_torch": ("torch", "transformers"),
-    "torch_compile": ("torch", "transformers"),
-    "ort_fp32": _ORT,
-    "ort_int8": _ORT,
-}
+ALL, NEEDS, KINDS = tables(CONTENDERS)
 # The contenders that run the serving SavedModel (`model.export`), by either loader.
 SAVED_MODEL = ("keras_bert_fp32", "keras_bert_int8", "keras_bert_fp32_session",
                "keras_bert_int8_session")
-# name -> (ours, precision, the float32 contender it is the quantized form of)
-KINDS = {
-    "keras_bert_fp32": (True, "fp32", None),
-    "keras_bert_int8": (True, "int8", "keras_bert_fp32"),
-    "keras_bert_fp32_session": (True, "fp32", None),
-    "keras_bert_int8_session": (True, "int8", "keras_bert_fp32_session"),
-    "keras_bert_fp32_plain": (True, "fp32", None),
-    "litert_fp32": (True, "fp32", None),
-    "litert_int8": (True, "int8", "litert_fp32"),
-    "hf_torch": (False, "fp32", None),
-    "torch_compile": (False, "fp32", None),
-    "ort_fp32": (False, "fp32", None),
-    "ort_int8": (False, "int8", "ort_fp32"),
-}
 
 
 def summarize(runners, rates, latency, predictions, labels):
@@ -417,11 +430,7 @@ def describe_targets(t):
     lines = ["Targets (ratios in this run):"]
 
     def show(label, value, bar, higher=True):
-        if value is None:
-            lines.append(f"  {label}: not measured")
-            return
-        met = value >= bar if higher else value <= bar
-        lines.append(f"  {label}: {value} ({'met' if met else 'not met'}; bar {bar})")
+        lines.append(cpu_timing.target_line(label, value, bar, higher))
 
     show(f"fastest SavedModel ({t['fastest_saved_model']}) / ONNX Runtime int8, texts/s",
          t["fastest_saved_model_vs_ort_int8"], 1.0)

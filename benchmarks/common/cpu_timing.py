@@ -1,15 +1,55 @@
-"""What the CPU serving benchmarks (benchmarks/serve_cpu.py, embed_cpu.py) share: the CPU
-they report, their contenders built and warmed up, and the timing of the runners,
-``texts (a list of str) -> numpy [len(texts), ...]``, on batches and on single texts,
-interleaved so that a loaded machine hurts every runner alike."""
+"""What the CPU serving benchmarks (benchmarks/serve_cpu.py, embed_cpu.py) share: their flags
+and start-up, the CPU they report, their contenders built and warmed up, and the timing of
+the runners, ``texts (a list of str) -> numpy [len(texts), ...]``, on batches and on single
+texts, interleaved so that a loaded machine hurts every runner alike."""
 
 import os
 import statistics
+import sys
 import time
+import warnings
 
 import numpy as np
+from absl import flags, logging
 
 from benchmarks.common import harness
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(contenders):
+    """The flags both scripts take (batch size, lengths, rounds, texts, threads) and
+    ``--contenders``: names of the module ``contenders``' ``ALL``, all by default."""
+    harness.define_flags(batch_size=32, seq_length=128, rounds=3, max_texts=0,
+                         latency_texts=200, latency_block=25, threads=0)
+    flags.DEFINE_list("contenders", list(contenders.ALL),
+                      f"Which to run, of: {', '.join(contenders.ALL)}.")
+
+
+def start(script, contenders):
+    """Before anything is built: every contender asked for is known and has its packages,
+    or the run stops (exit status 1, one line naming what to install); then keras_bert is
+    imported (TensorFlow without its C++ start-up lines) and the peers' logs are quieted
+    (ONNX Runtime's quantizer logs every tensor; the torch exporter, Keras' quantize and
+    transformers warn about what the scripts do on purpose)."""
+    if not FLAGS.contenders:
+        sys.exit(f"{script}: --contenders is empty; choose from {', '.join(contenders.ALL)}")
+    harness.require_contenders("--contenders", FLAGS.contenders, contenders.NEEDS)
+    import keras_bert  # noqa: F401
+
+    logging.set_verbosity(logging.ERROR)
+    warnings.simplefilter("ignore")
+
+
+def measure(contenders, setup, texts):
+    """Builds the contenders asked for and times them (`time_batched`, `time_single` with
+    the flags' sizes): ``(runners, texts/s per runner, batch-1 latencies, batched outputs,
+    seconds each took to build)``."""
+    runners, seconds = build_runners(FLAGS.contenders, contenders.ALL, setup, texts,
+                                     FLAGS.batch_size)
+    rates, outputs = time_batched(runners, texts, FLAGS.batch_size, FLAGS.rounds)
+    latency = time_single(runners, texts[:FLAGS.latency_texts], FLAGS.latency_block)
+    return runners, rates, latency, outputs, seconds
 
 
 def print_cpu(threads):
@@ -90,3 +130,12 @@ def time_single(runners, texts, block):
                 runners[name]([text])
                 times[name].append((time.perf_counter() - start) * 1e3)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def target_line(label, value, bar, higher=True):
+    """One line of a script's targets: ``value`` against its ``bar`` (at least it, or with
+    ``higher=False`` at most), met or not; "not measured" for None."""
+    if value is None:
+        return f"  {label}: not measured"
+    met = value >= bar if higher else value <= bar
+    return f"  {label}: {value} ({'met' if met else 'not met'}; bar {bar})"

@@ -1,9 +1,10 @@
 """The contenders of benchmarks/embed_cpu.py: one sentence-embedding model (mean pooling,
 L2-normalized: all-MiniLM-L6-v2's recipe) served each way, strings in, vectors out.
 
-Each entry of `ALL` takes the shared `EmbedSetup` and returns a runner, ``texts (a list of
-str) -> embeddings (numpy [len(texts), dim])``; `NEEDS` names the modules each one imports
-(benchmarks/common/harness.py's `require_contenders` checks them). The peers get exactly the
+Each entry of `CONTENDERS` (`contenders.Contender`) makes, from the shared `EmbedSetup`, a
+runner ``texts (a list of str) -> embeddings (numpy [len(texts), dim])`` and names the
+modules it imports (benchmarks/common/harness.py's `require_contenders` checks them); `ALL`,
+`NEEDS` and `KINDS` are its columns. The peers get exactly the
 keras_bert model's weights: its sentence-transformers folder
 (``save_to_preset(format="sentence_transformers")``), loaded by sentence-transformers, and
 the same BERT with mean pooling and normalization exported to ONNX as fastembed's models are,
@@ -16,8 +17,9 @@ import os
 
 import numpy as np
 
-from benchmarks.common.contenders import (Setup, litert_runner, ort_session,
-                                          saved_model_runner)
+from benchmarks.common import cpu_timing
+from benchmarks.common.contenders import (ORT_NEEDS, Contender, Setup, litert_runner,
+                                          ort_fp32, ort_int8, saved_model_runner, tables)
 
 
 class EmbedSetup(Setup):
@@ -97,6 +99,17 @@ class EmbedSetup(Setup):
 
         return MeanPooled().eval()
 
+    def ort_feeds(self, texts):
+        """The ONNX file's inputs from the ``tokenizers`` tokenizer (as fastembed feeds it)."""
+        encoded = self.fast_tokenizer.encode_batch(texts)
+        return {"input_ids": np.array([e.ids for e in encoded], np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encoded], np.int64)}
+
+    def ort_result(self, output):
+        """The embeddings, as the ONNX file computes them."""
+        return output
+
 
 def keras_bert_fp32(setup):
     return saved_model_runner(setup, quantized=False, output="embeddings")
@@ -127,56 +140,21 @@ def sentence_transformers(setup):
                                       show_progress_bar=False)
 
 
-def _ort_runner(setup, path):
-    session, names = ort_session(setup, path)
-
-    def run(texts):
-        encoded = setup.fast_tokenizer.encode_batch(texts)
-        feeds = {"input_ids": np.array([e.ids for e in encoded], np.int64),
-                 "attention_mask": np.array([e.attention_mask for e in encoded], np.int64),
-                 "token_type_ids": np.array([e.type_ids for e in encoded], np.int64)}
-        return session.run(["sentence_embedding"], {n: feeds[n] for n in names})[0]
-    return run
-
-
-def ort_fp32(setup):
-    return _ort_runner(setup, setup.onnx_fp32)
-
-
-def ort_int8(setup):
-    return _ort_runner(setup, setup.onnx_int8)
-
-
-# name -> (setup -> runner).
-ALL = {
-    "keras_bert_fp32": keras_bert_fp32,
-    "keras_bert_int8": keras_bert_int8,
-    "litert_fp32": litert_fp32,
-    "litert_int8": litert_int8,
-    "sentence_transformers": sentence_transformers,
-    "ort_fp32": ort_fp32,
-    "ort_int8": ort_int8,
+# The ONNX Runtime contenders are serve_cpu.py's (`contenders.ort_fp32`, `ort_int8`), fed and
+# read by `EmbedSetup`.
+_ORT = ORT_NEEDS + ("tokenizers",)
+CONTENDERS = {
+    "keras_bert_fp32": Contender(keras_bert_fp32),
+    "keras_bert_int8": Contender(keras_bert_int8, precision="int8", float_of="keras_bert_fp32"),
+    "litert_fp32": Contender(litert_fp32, ("ai_edge_litert",)),
+    "litert_int8": Contender(litert_int8, ("ai_edge_litert",), precision="int8",
+                             float_of="litert_fp32"),
+    "sentence_transformers": Contender(sentence_transformers, ("sentence_transformers", "torch"),
+                                       ours=False),
+    "ort_fp32": Contender(ort_fp32, _ORT, ours=False),
+    "ort_int8": Contender(ort_int8, _ORT, ours=False, precision="int8", float_of="ort_fp32"),
 }
-_ORT = ("onnxruntime", "onnx", "torch", "transformers", "tokenizers")
-NEEDS = {
-    "keras_bert_fp32": (),
-    "keras_bert_int8": (),
-    "litert_fp32": ("ai_edge_litert",),
-    "litert_int8": ("ai_edge_litert",),
-    "sentence_transformers": ("sentence_transformers", "torch"),
-    "ort_fp32": _ORT,
-    "ort_int8": _ORT,
-}
-# name -> (ours, precision, the float32 contender it is the quantized form of)
-KINDS = {
-    "keras_bert_fp32": (True, "fp32", None),
-    "keras_bert_int8": (True, "int8", "keras_bert_fp32"),
-    "litert_fp32": (True, "fp32", None),
-    "litert_int8": (True, "int8", "litert_fp32"),
-    "sentence_transformers": (False, "fp32", None),
-    "ort_fp32": (False, "fp32", None),
-    "ort_int8": (False, "int8", "ort_fp32"),
-}
+ALL, NEEDS, KINDS = tables(CONTENDERS)
 
 
 def min_cosine(a, b):
@@ -253,11 +231,7 @@ def describe_targets(t):
     lines = ["Targets (ratios in this run):"]
 
     def show(label, value, bar, higher=True):
-        if value is None:
-            lines.append(f"  {label}: not measured")
-            return
-        met = value >= bar if higher else value <= bar
-        lines.append(f"  {label}: {value} ({'met' if met else 'not met'}; bar {bar})")
+        lines.append(cpu_timing.target_line(label, value, bar, higher))
 
     show(f"fastest of ours ({t['fastest_ours']}) / ONNX Runtime int8, embeddings/s",
          t["fastest_ours_vs_ort_int8"], 1.0)
