@@ -98,7 +98,8 @@ def test_the_serving_graph_computes_the_block(act, small, monkeypatch):
                                atol=1e-5, rtol=0)
 
 
-def test_the_serving_graph_has_fewer_ops():
+def test_the_serving_graph_has_fewer_ops(monkeypatch):
+    monkeypatch.setattr(serving_graph, "onednn", lambda: True)  # the LayerNorms' cond
     block, _ = _block()
     plain, serve, variables = _trace(block, None), _trace(block), _trace(block, False)
     # Outside `building` nothing changes: four transposes (query, key, value, context),
@@ -138,6 +139,7 @@ def _layer_norm_reference(norm, x):
 @pytest.mark.parametrize("large", [True, False])
 @pytest.mark.parametrize("constants", [True, False])
 def test_layer_norm_on_either_path_is_the_layers(large, constants, monkeypatch):
+    monkeypatch.setattr(serving_graph, "onednn", lambda: True)  # the fused path on any build
     monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 0 if large else 10**9)
     norm = _norm()
     rng = np.random.default_rng(0)
@@ -154,7 +156,8 @@ def test_layer_norm_on_either_path_is_the_layers(large, constants, monkeypatch):
     assert "FusedBatchNormV3" in _ops(function)  # in the large branch of the cond
 
 
-def test_layer_norm_path_is_decided_by_the_numbers():
+def test_layer_norm_path_is_decided_by_the_numbers(monkeypatch):
+    monkeypatch.setattr(serving_graph, "onednn", lambda: True)
     norm = _norm()
     with serving_graph.building():
         function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
@@ -184,7 +187,8 @@ def _session_ops(function, x):
             if " = " in node.timeline_label}
 
 
-@pytest.mark.skipif(not int8.available(), reason="oneDNN's kernels: TensorFlow's x86 builds")
+@pytest.mark.skipif(not serving_graph.onednn(),
+                    reason="oneDNN's graph rewrites: TensorFlow's x86 builds")
 def test_a_large_layer_norm_runs_as_one_onednn_kernel(monkeypatch):
     monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 0)
     norm = _norm()
@@ -193,6 +197,29 @@ def test_a_large_layer_norm_runs_as_one_onednn_kernel(monkeypatch):
             tf.TensorSpec([None, 48]))
     ops = _session_ops(function, np.ones((300, 48), "float32"))
     assert "_MklLayerNorm" in ops and "FusedBatchNormV3" not in ops, ops
+
+
+def test_without_onednn_layer_norm_is_the_layers_call(monkeypatch):
+    # TensorFlow's own FusedBatchNormV3 over rows is slower than the separate ops: no cond.
+    monkeypatch.setattr(serving_graph, "onednn", lambda: False)
+    monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 0)
+    norm = _norm()
+    with serving_graph.building():
+        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
+            tf.TensorSpec([None, 48]))
+    assert "FusedBatchNormV3" not in _ops(function) and "If" not in _ops(function)
+
+
+def test_onednn_is_what_this_tensorflow_runs():
+    import subprocess
+    import sys
+
+    code = "from keras_bert.layers import serving_graph; print(serving_graph.onednn())"
+    for flag, want in (("0", "False"), ("1", str(int8.available()))):
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                env={**__import__("os").environ, "TF_ENABLE_ONEDNN_OPTS": flag},
+                                timeout=300)
+        assert result.stdout.strip().splitlines()[-1] == want, (flag, result.stderr[-2000:])
 
 
 def test_layer_norm_of_other_inputs_is_the_layers_call():
