@@ -3,10 +3,10 @@
 Each entry of `CONTENDERS` (a `Contender`) makes, from the shared `Setup`, a runner ``texts
 (a list of str) -> probabilities (numpy [len(texts), num_classes])`` and names the modules it
 imports, which serve_cpu.py checks before it starts (a contender it was asked for runs, or
-the script stops and says what to install); `ALL`, `NEEDS` and `KINDS` are its columns. The peers get exactly the
-keras_bert model's weights (its encoder written in Hugging Face's format, its head copied),
-the same vocabulary and casing, and the same longest length; every runner pads each batch
-to its longest text.
+the script stops and says what to install); `ALL`, `NEEDS` and `KINDS` are its columns. The
+peers get exactly the keras_bert model's weights (its encoder written in Hugging Face's
+format, its head copied), the same vocabulary and casing, and the same longest length; every
+runner pads each batch to its longest text.
 """
 
 import functools

@@ -4,12 +4,11 @@ L2-normalized: all-MiniLM-L6-v2's recipe) served each way, strings in, vectors o
 Each entry of `CONTENDERS` (`contenders.Contender`) makes, from the shared `EmbedSetup`, a
 runner ``texts (a list of str) -> embeddings (numpy [len(texts), dim])`` and names the
 modules it imports (benchmarks/common/harness.py's `require_contenders` checks them); `ALL`,
-`NEEDS` and `KINDS` are its columns. The peers get exactly the
-keras_bert model's weights: its sentence-transformers folder
-(``save_to_preset(format="sentence_transformers")``), loaded by sentence-transformers, and
-the same BERT with mean pooling and normalization exported to ONNX as fastembed's models are,
-run by ONNX Runtime with the ``tokenizers`` fast tokenizer. Every runner pads each batch to its
-longest text.
+`NEEDS` and `KINDS` are its columns. The peers get exactly the keras_bert model's weights:
+its sentence-transformers folder (``save_to_preset(format="sentence_transformers")``), loaded
+by sentence-transformers, and the same BERT with mean pooling and normalization exported to
+ONNX as fastembed's models are, run by ONNX Runtime with the ``tokenizers`` fast tokenizer.
+Every runner pads each batch to its longest text.
 """
 
 import functools

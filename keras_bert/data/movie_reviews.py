@@ -56,8 +56,8 @@ def fetch_sdist(cache_dir=None, index_url=None):
                                   consequence=" Nothing was cached.")
             os.replace(fetched, target)  # the cache is a local directory (pip writes there)
 
-    return pypi_files.cached_file(SDIST, SHA256, "KERAS_BERT_VADER_SDIST", cache_dir,
-                                  index_url, fetch)
+    return pypi_files.cached_file(SDIST, SHA256, "KERAS_BERT_VADER_SDIST", fetch, cache_dir,
+                                  index_url)
 
 
 def read_snippets(sdist):

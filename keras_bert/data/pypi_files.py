@@ -48,7 +48,7 @@ def check_index_url(index_url):
                          f"index, {', '.join(INDEX_URL_SCHEMES)}...), got {index_url!r}.")
 
 
-def cached_file(name, sha256, env, cache_dir=None, index_url=None, fetch=None):
+def cached_file(name, sha256, env, fetch, cache_dir=None, index_url=None):
     """The path of a data set's file ``name``: the file the environment variable ``env``
     names (checked against ``sha256``; `DatasetError` if it is not a file), else its copy in
     ``cache_dir`` (default `default_cache_dir`), else what ``fetch(cache_dir, target)`` puts

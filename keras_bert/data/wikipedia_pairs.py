@@ -75,7 +75,7 @@ def fetch_dump(cache_dir=None, index_url=None):
                                   consequence=" Nothing was cached.")
             os.replace(extracted, target)  # the cache is a local directory (pip writes there)
 
-    return pypi_files.cached_file(DUMP, SHA256, ENV, cache_dir, index_url, fetch)
+    return pypi_files.cached_file(DUMP, SHA256, ENV, fetch, cache_dir, index_url)
 
 
 def read_articles(dump):

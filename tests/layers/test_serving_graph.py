@@ -3,6 +3,8 @@ the block's math (against the NumPy reference, float32 rounding; int8: the kerne
 arithmetic), with fewer ops: no oneDNN transposes, query/key/value in one matmul, small
 attention products on TensorFlow's own kernels."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -217,7 +219,7 @@ def test_onednn_is_what_this_tensorflow_runs():
     code = "from keras_bert.layers import serving_graph; print(serving_graph.onednn())"
     for flag, want in (("0", "False"), ("1", str(int8.available()))):
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                env={**__import__("os").environ, "TF_ENABLE_ONEDNN_OPTS": flag},
+                                env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": flag},
                                 timeout=300)
         assert result.stdout.strip().splitlines()[-1] == want, (flag, result.stderr[-2000:])
 
