@@ -214,19 +214,21 @@ class Dense(keras.layers.Dense):
                 and self.compute_dtype == "float32" and _default_int8(self.quantization_config)
                 and int8.available())
 
-    def int8_matmul(self, x, activation=None, addend=None):
+    def int8_matmul(self, x, activation=None, addend=None, low=None):
         """The layer's output for a 2-D ``x`` ``[rows, units_in]`` on the int8 kernel:
         ``activation(x @ kernel + bias) + addend``. ``x`` is float32 or already quantized
         (`int8.quantize`, to share one quantization among layers with the same input).
         ``activation`` (an `int8.ACTIVATIONS` name) applies to this call in place of the
         layer's own, which must then be None; ``addend`` (``[rows, units]``, e.g. a
-        residual) is summed last, inside the kernel. Only where `int8_kernel_applies`."""
+        residual) is summed last, inside the kernel; ``low``, a known lower bound of a float
+        ``x`` (a Python float, e.g. `int8.ACTIVATION_LOW`), for its quantization
+        (`int8.quantize`). Only where `int8_kernel_applies`."""
         own = self.activation if self.activation is not keras.activations.linear else None
         if activation is not None and own is not None:
             raise ValueError(f"{self.name} has its own activation; pass activation=None")
         if own is not None:
             activation = _FUSED_ACTIVATIONS.get(own)
-        quantized = x if isinstance(x, int8.Quantized) else int8.quantize(x)
+        quantized = x if isinstance(x, int8.Quantized) else int8.quantize(x, low=low)
         fused = not self.lora_enabled and (own is None or activation is not None)
         if fused and (activation is None or addend is None):
             return int8.matmul(quantized, self._kernel, self.kernel_scale,

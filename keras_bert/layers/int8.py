@@ -11,7 +11,9 @@ weights with one scale per output column: Keras' int8 kernel and ``kernel_scale`
 are.
 
 Activations are quantized at each call as ONNX Runtime's ``quantize_dynamic`` does: the range
-``[min(x, 0), max(x, 0)]`` of the whole tensor in 255 steps, ``x ~ low + step * q``. The
+``[min(x, 0), max(x, 0)]`` of the whole tensor in 255 steps, ``x ~ low + step * q``, in one
+pass over ``x``; an activation's known least value (`ACTIVATION_LOW`) may stand for ``min(x)``,
+which makes ``low`` a constant. The
 kernel computes ``step * sum_k q[i, k] * w[k, j] / kernel_scale[j] + bias'[j]``; the share of
 ``low``, ``low * sum_k w[k, j] / kernel_scale[j]``, goes into ``bias'`` from the kernel's
 column sums (`column_sums`, computed once per kernel). Results match that integer
@@ -44,6 +46,10 @@ OP = "_QuantizedMatMul"
 # names.
 ACTIVATIONS = {"gelu": "GeluExact", "gelu_tanh": "GeluApproximate", "relu": "Relu",
                "tanh": "Tanh", "sigmoid": "Sigmoid"}
+# The least value of each activation (GELU's, -0.16997 at -0.75, rounded down): a lower
+# bound of its output for `quantize`, whose offset then is a constant.
+ACTIVATION_LOW = {"gelu": -0.1701, "gelu_tanh": -0.1701, "relu": 0.0, "tanh": -1.0,
+                  "sigmoid": 0.0}
 
 # Read when a call is traced: whether the kernel may keep its reordered copy of the weights
 # between calls (see `constant_weights`).
@@ -132,19 +138,21 @@ class Quantized(tuple):
     width = property(lambda self: self[2])
 
 
-def quantize(x):
+def quantize(x, low=None):
     """`Quantized` uint8 of the float32 ``x`` ``[rows, k]``: one range for the whole tensor,
-    ``[min(x, 0), max(x, 0)]``, in 255 equal steps, rounded to nearest."""
+    ``[min(x, 0), max(x, 0)]``, in 255 equal steps, rounded to nearest. ``low``: a known
+    lower bound of ``x`` (a Python float, e.g. an activation's least value: `ACTIVATION_LOW`)
+    in place of ``min(x)``; values below it clamp to it."""
     x = tf.convert_to_tensor(x, tf.float32)
-    low = tf.minimum(tf.reduce_min(x), 0.0)
-    width = tf.maximum(tf.maximum(tf.reduce_max(x), 0.0) - low, 1e-30)  # all zeros: any
-    # x - low is in [0, width]: SCALED mode rounds (x - low) * 255 / width. HALF_AWAY_FROM_ZERO
-    # keeps TensorFlow's own kernel: the oneDNN one, which TensorFlow substitutes only for
-    # HALF_TO_EVEN, splits small tensors across threads at a cost above the work itself.
-    values, _, _ = tf.raw_ops.QuantizeV2(
-        input=x - low, min_range=0.0, max_range=width, T=tf.quint8, mode="SCALED",
-        round_mode="HALF_AWAY_FROM_ZERO", ensure_minimum_range=0.0)
-    return Quantized(values, low, width)
+    # (With 0 in the range, an empty x's range is [0, 0].)
+    low = tf.minimum(tf.reduce_min(x), 0.0) if low is None else min(float(low), 0.0)
+    # MIN_COMBINED computes round((x - low) * 255 / (high - low)) in one pass over x (a
+    # range narrower than 1e-7 widened). TensorFlow's own kernel: oneDNN's, which TensorFlow
+    # substitutes for the other modes, costs more than the work on small tensors.
+    values, _, high = tf.raw_ops.QuantizeV2(
+        input=x, min_range=low, max_range=tf.maximum(tf.reduce_max(x), 0.0), T=tf.quint8,
+        mode="MIN_COMBINED", round_mode="HALF_AWAY_FROM_ZERO", ensure_minimum_range=1e-7)
+    return Quantized(values, low, high - low)
 
 
 def column_sums(kernel, kernel_scale):

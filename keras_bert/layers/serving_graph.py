@@ -14,7 +14,10 @@ as a one-operand ``tf.einsum`` runs on TensorFlow's own transpose in ~5 us. Insi
 * with ``constants=True`` (the export then freezes every variable into the graph), query,
   key and value run as one matmul on a kernel concatenated once, at trace time, from the
   three layers' weights (`fused_projection`), then split: float32 sums in another order
-  (within float32 rounding), int8 exactly the three kernels' arithmetic, per column;
+  (within float32 rounding), int8 exactly the three kernels' arithmetic, per column; the
+  attention's scale is folded into the queries' weights;
+* the conds that choose kernels by size (`attention`, `layer_norm`) take few tensors: each
+  costs a few nodes per call;
 * int8 kernels keep their reordered weights between calls (`int8.constant_weights`);
 * large LayerNorms run as one fused kernel (`layer_norm`): TensorFlow's oneDNN graph rewrite
   turns a batch norm over rows into its layer-norm kernel, 2-4x faster than the mean,
@@ -118,18 +121,24 @@ def fusable(layers, use_int8):
                and bool(use_int8) == (layer.quantization_mode == "int8") for layer in layers)
 
 
-def fused_projection(layers, x):
+def fused_projection(layers, x, first_scale=1.0):
     """The Dense ``layers``' outputs side by side, ``[rows, sum of units]``, from one matmul
     of ``x`` (``[rows, in]`` float, or an `int8.Quantized` activation for int8 layers) by
-    their kernels concatenated at trace time (`fusable` must hold)."""
-    bias = tf.constant(np.concatenate([value(layer.bias) for layer in layers]))
+    their kernels concatenated at trace time (`fusable` must hold). ``first_scale``
+    multiplies the first layer's outputs, folded into its weights and bias (e.g. the
+    attention's ``1 / sqrt(head_size)`` into the queries)."""
+    scales = [np.full([layer.units], first_scale if i == 0 else 1.0, np.float32)
+              for i, layer in enumerate(layers)]
+    scales = np.concatenate(scales)
+    bias = tf.constant(np.concatenate([value(layer.bias) for layer in layers]) * scales)
     kernel = np.concatenate([value(layer._kernel) for layer in layers], axis=1)
     if isinstance(x, int8.Quantized):
-        scale = np.concatenate([value(layer.kernel_scale) for layer in layers])
-        sums = np.concatenate([value(layer.kernel_column_sums) for layer in layers])
-        return int8.matmul(x, tf.constant(kernel), tf.constant(scale), tf.constant(sums),
-                           bias=bias)
-    kernel = tf.cast(tf.constant(kernel), x.dtype)  # folded into one constant by grappler
+        # The int8 kernel stays; its columns' scales carry the factor.
+        kernel_scale = np.concatenate([value(layer.kernel_scale) for layer in layers]) / scales
+        sums = np.concatenate([value(layer.kernel_column_sums) for layer in layers]) * scales
+        return int8.matmul(x, tf.constant(kernel), tf.constant(kernel_scale),
+                           tf.constant(sums), bias=bias)
+    kernel = tf.cast(tf.constant(kernel * scales), x.dtype)  # folded into one constant
     return tf.nn.bias_add(tf.matmul(x, kernel), tf.cast(bias, x.dtype))
 
 
@@ -146,15 +155,28 @@ def attention(q, k, v, bias, scale):
     size]``, ``k``, ``v`` ``[batch, heads, seq, size]`` and ``bias`` broadcast to the scores
     ``[batch, heads, q_len, seq]``: on TensorFlow's own kernels when the products are small
     (`SMALL_ATTENTION`), on oneDNN's (TensorFlow's x86 default) otherwise. The same math,
-    within float32 rounding."""
+    within float32 rounding. ``scale`` 1.0 (a Python float): no multiplication."""
+    scaled = (lambda scores: scores) if isinstance(scale, float) and scale == 1.0 else (
+        lambda scores: scores * scale)
+    # q, k and v unstacked from one tensor (`split_heads`) enter the cond as that tensor:
+    # each tensor a cond takes costs a few nodes per call.
+    source = q.op.inputs[0] if (q.op is k.op is v.op and q.op.type == "Unpack"
+                                and [t.value_index for t in (q, k, v)] == [0, 1, 2]
+                                and q.op.get_attr("num") == 3) else None
+
+    def unpacked():
+        return (q, k, v) if source is None else tf.unstack(source, num=3, axis=0)
+
     def small():  # BatchMatMulV3 and softmax's ops, which oneDNN's graph rewrite leaves alone
-        scores = tf.raw_ops.BatchMatMulV3(x=q, y=k, Tout=q.dtype, adj_y=True) * scale + bias
+        q, k, v = unpacked()
+        scores = scaled(tf.raw_ops.BatchMatMulV3(x=q, y=k, Tout=q.dtype, adj_y=True)) + bias
         e = tf.exp(scores - tf.reduce_max(scores, axis=-1, keepdims=True))
         probs = e / tf.reduce_sum(e, axis=-1, keepdims=True)
         return tf.raw_ops.BatchMatMulV3(x=probs, y=v, Tout=q.dtype)
 
     def large():  # oneDNN's fused matmul * scale + bias, softmax, matmul
-        scores = tf.matmul(q, k, transpose_b=True) * scale + bias
+        q, k, v = unpacked()
+        scores = scaled(tf.matmul(q, k, transpose_b=True)) + bias
         return tf.matmul(tf.nn.softmax(scores, axis=-1), v)
 
     return tf.cond(small_attention(q, k), small, large)
@@ -190,12 +212,16 @@ def layer_norm(norm, x):
             and not getattr(norm, "rms_scaling", False)):
         return norm(x)
     hidden = x.shape[-1]
-    # Read once (constants, or one read of each variable), used by either branch.
-    gamma, beta = ((tf.constant(value(norm.gamma)), tf.constant(value(norm.beta)))
-                   if constants() else (tf.convert_to_tensor(norm.gamma),
-                                        tf.convert_to_tensor(norm.beta)))
+    # Constants made inside each branch (a tensor a cond takes costs a few nodes per call);
+    # else one read of each variable, used by either branch.
+    if constants():
+        weights = lambda: (tf.constant(value(norm.gamma)), tf.constant(value(norm.beta)))  # noqa: E731
+    else:
+        read = (tf.convert_to_tensor(norm.gamma), tf.convert_to_tensor(norm.beta))
+        weights = lambda: read  # noqa: E731
 
     def fused():
+        gamma, beta = weights()
         rows = tf.shape(x)[0]
         y, *_ = tf.raw_ops.FusedBatchNormV3(
             x=tf.reshape(x, [1, rows, hidden, 1]), scale=tf.ones([rows]),
@@ -204,6 +230,7 @@ def layer_norm(norm, x):
         return tf.reshape(y, [rows, hidden]) * gamma + beta
 
     def separate():  # what the layer's call computes
+        gamma, beta = weights()
         return keras.ops.layer_normalization(x, gamma, beta, -1, norm.epsilon)
 
     return tf.cond(tf.size(x) >= LARGE_LAYER_NORM, fused, separate)

@@ -155,7 +155,8 @@ class TransformerBlock(keras.layers.Layer):
 
     def _query_key_value(self, x_q, x, batch, q_len, seq, use_int8):
         # Queries of x_q [batch * q_len, hidden], keys and values of x [batch * seq, hidden]
-        # -> [batch, heads, q_len or seq, head_size] each.
+        # -> [batch, heads, q_len or seq, head_size] each, and the attention's scale still to
+        # apply to the scores (1.0 where it is folded into the queries' weights).
         qkv = (self.query, self.key, self.value)
         if serving_graph.fusable(qkv, use_int8):
             # A serving export's graph: one matmul for the three projections (for key and
@@ -166,23 +167,28 @@ class TransformerBlock(keras.layers.Layer):
                 x_q = x if same else int8.quantize(x_q)
             heads = self.num_attention_heads
             if same:
-                return serving_graph.split_heads(serving_graph.fused_projection(qkv, x), batch,
-                                                 seq, 3, heads)
+                # The attention's scale folded into the queries' weights.
+                return serving_graph.split_heads(serving_graph.fused_projection(
+                    qkv, x, first_scale=self._attention_scale()), batch, seq, 3, heads) + [1.0]
             q = self.query.int8_matmul(x_q) if use_int8 else self.query(x_q)
             kv = serving_graph.fused_projection(qkv[1:], x)
-            return [self._heads(q, batch, q_len)] + serving_graph.split_heads(kv, batch, seq, 2,
-                                                                               heads)
+            return [self._heads(q, batch, q_len)] + serving_graph.split_heads(
+                kv, batch, seq, 2, heads) + [self._attention_scale()]
         q, k, v = self._projections(x_q, x, use_int8)
-        return self._heads(q, batch, q_len), self._heads(k, batch, seq), self._heads(v, batch, seq)
+        return (self._heads(q, batch, q_len), self._heads(k, batch, seq),
+                self._heads(v, batch, seq), self._attention_scale())
+
+    def _attention_scale(self):
+        return 1.0 / math.sqrt(self.head_size)
 
     def _self_attention(self, x_q, x, input_mask, batch, q_len, seq, training, use_int8=False):
         # x_q: [batch * q_len, hidden] queries; x: [batch * seq, hidden] keys and values
         # -> context [batch * q_len, hidden]
-        q, k, v = self._query_key_value(x_q, x, batch, q_len, seq, use_int8)
+        # The queries' scale still to apply (1.0 where it is folded into their weights).
+        q, k, v, scale = self._query_key_value(x_q, x, batch, q_len, seq, use_int8)
         # input_mask [batch, seq] -> additive bias [batch, 1, 1, seq], in float32.
         mask_bias = (1.0 - tf.cast(input_mask, tf.float32)) * _MASK_BIAS
-        scale = 1.0 / math.sqrt(self.head_size)
-        if q.dtype == tf.float16:
+        if q.dtype == tf.float16 and scale != 1.0:
             # float16 overflows at 65504: scale the query before the product instead.
             q, scale = q * tf.cast(scale, q.dtype), 1.0
         # (A reshape, not [:, tf.newaxis, tf.newaxis, :]: LiteRT has no builtin for a
@@ -308,9 +314,11 @@ class TransformerBlock(keras.layers.Layer):
     def _int8_feed_forward_rows(self, x):
         if self.hidden_act in int8.ACTIVATIONS:
             hidden = self.intermediate.int8_matmul(x, activation=self.hidden_act)
-        else:
-            hidden = self.intermediate.int8_matmul(x)
-            hidden = hidden if self._activation is None else self._activation(hidden)
+            # The activation's least value bounds its range from below: fewer ops per call.
+            return self.output_dense.int8_matmul(
+                hidden, addend=x, low=int8.ACTIVATION_LOW[self.hidden_act])
+        hidden = self.intermediate.int8_matmul(x)
+        hidden = hidden if self._activation is None else self._activation(hidden)
         return self.output_dense.int8_matmul(hidden, addend=x)
 
     def compute_output_spec(self, inputs, training=None, output_positions=None):

@@ -54,6 +54,34 @@ def test_quantize_covers_the_range_with_zero_in_it():
     assert _uint8(positive.values).min() >= np.floor(255 / float(positive.width))
 
 
+def test_a_known_low_bounds_the_range():
+    x = tf.nn.gelu(tf.constant(X * 3)).numpy()
+    q = int8.quantize(x, low=int8.ACTIVATION_LOW["gelu"])
+    # A Python float, as given: the kernel's offset (low * column sums) folds into a constant.
+    assert q.low == int8.ACTIVATION_LOW["gelu"] and isinstance(q.low, float)
+    np.testing.assert_allclose(float(q.width), x.max() - q.low, rtol=1e-6)
+    step = float(q.width) / 255
+    np.testing.assert_allclose(q.low + step * _uint8(q.values), x, atol=step / 2 * 1.001)
+    y = int8.matmul(q, KERNEL, SCALE, SUMS, BIAS).numpy()
+    want = (q.low + step * _uint8(q.values).astype(np.float64)) @ (KERNEL / SCALE) + BIAS
+    np.testing.assert_allclose(y, want, atol=1e-5 * np.abs(want).max())
+    below = int8.quantize([[-1.0, 0.5, 2.0]], low=-0.5)  # values below the bound clamp to it
+    assert _uint8(below.values).tolist() == [[0, 102, 255]]  # 255 * 1.0 / 2.5
+    assert int8.quantize([[1.0, 2.0]], low=0.5).low == 0.0  # the range still holds 0
+    # Each bound holds for its activation.
+    grid = tf.linspace(-20.0, 20.0, 400001)
+    for name, low in int8.ACTIVATION_LOW.items():
+        assert float(tf.reduce_min(int8.activate(name, grid))) >= low, name
+        assert name in int8.ACTIVATIONS
+
+
+def test_quantize_reads_its_input_in_one_pass():
+    # Its range (two reductions) and the quantization itself: no op computing x - low first.
+    graph = tf.function(lambda x: tuple(int8.quantize(x))).get_concrete_function(
+        tf.TensorSpec([None, 48])).graph
+    assert sorted(op.type for op in graph.inputs[0].consumers()) == ["Max", "Min", "QuantizeV2"]
+
+
 def test_zeros_and_empty_inputs():
     q = int8.quantize(np.zeros((3, 48), "float32"))
     assert _uint8(q.values).max() == 0 and float(q.low) == 0.0

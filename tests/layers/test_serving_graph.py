@@ -120,6 +120,23 @@ def test_the_serving_graph_has_fewer_ops(monkeypatch):
     assert _ops(serve).count("ReadVariableOp") == _ops(variables).count("ReadVariableOp") - 10
 
 
+def test_conds_take_few_tensors(monkeypatch):
+    # Every tensor a cond takes costs nodes on every call: the attention's takes the three
+    # projections as one tensor and the mask, each LayerNorm's its input only (its scale and
+    # offset are constants inside the branches). The attention's scale is folded into the
+    # queries' weights: no multiplication of the scores in either branch.
+    monkeypatch.setattr(serving_graph, "onednn", lambda: True)
+    block, _ = _block()
+    serve = _trace(block)
+    conds = [op for op in serve.graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert sorted(len(op.inputs) for op in conds) == [2, 2, 3]  # the predicate and the tensors
+    attention = max(conds, key=lambda op: len(op.inputs))
+    library = {f.signature.name: f for f in serve.graph.as_graph_def().library.function}
+    for branch in ("then_branch", "else_branch"):
+        ops = [node.op for node in library[attention.get_attr(branch).name].node_def]
+        assert "Mul" not in ops and ops.count("Unpack") == 1, ops
+
+
 def _norm(epsilon=1e-12, hidden=48, seed=2):
     import keras
 
