@@ -214,11 +214,11 @@ def layer_norm(norm, x):
     hidden = x.shape[-1]
     # Constants made inside each branch (a tensor a cond takes costs a few nodes per call);
     # else one read of each variable, used by either branch.
-    if constants():
-        weights = lambda: (tf.constant(value(norm.gamma)), tf.constant(value(norm.beta)))  # noqa: E731
-    else:
-        read = (tf.convert_to_tensor(norm.gamma), tf.convert_to_tensor(norm.beta))
-        weights = lambda: read  # noqa: E731
+    read = None if constants() else (tf.convert_to_tensor(norm.gamma),
+                                     tf.convert_to_tensor(norm.beta))
+
+    def weights():
+        return read or (tf.constant(value(norm.gamma)), tf.constant(value(norm.beta)))
 
     def fused():
         gamma, beta = weights()
