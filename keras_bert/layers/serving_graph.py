@@ -156,8 +156,9 @@ def attention(q, k, v, bias, scale):
     ``[batch, heads, q_len, seq]``: on TensorFlow's own kernels when the products are small
     (`SMALL_ATTENTION`), on oneDNN's (TensorFlow's x86 default) otherwise. The same math,
     within float32 rounding. ``scale`` 1.0 (a Python float): no multiplication."""
-    scaled = (lambda scores: scores) if isinstance(scale, float) and scale == 1.0 else (
-        lambda scores: scores * scale)
+    def scaled(scores):  # as the block's own attention scales them
+        return scores * scale if scale != 1.0 else scores
+
     # q, k and v unstacked from one tensor (`split_heads`) enter the cond as that tensor:
     # each tensor a cond takes costs a few nodes per call.
     source = q.op.inputs[0] if (q.op is k.op is v.op and q.op.type == "Unpack"

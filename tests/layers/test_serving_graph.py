@@ -4,6 +4,8 @@ arithmetic), with fewer ops: no oneDNN transposes, query/key/value in one matmul
 attention products on TensorFlow's own kernels."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -148,6 +150,13 @@ def _norm(epsilon=1e-12, hidden=48, seed=2):
     return norm
 
 
+def _trace_layer_norm(norm, constants=True, shape=(None, 48)):
+    """`serving_graph.layer_norm` of ``norm`` traced under `building`."""
+    with serving_graph.building(constants=constants):
+        return tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
+            tf.TensorSpec(shape))
+
+
 def _layer_norm_reference(norm, x):
     x = x.astype(np.float64)
     mean = x.mean(-1, keepdims=True)
@@ -166,9 +175,7 @@ def test_layer_norm_on_either_path_is_the_layers(large, constants, monkeypatch):
     # Rows of tiny spread: a fused batch norm with tf.nn.fused_batch_norm's least epsilon
     # (1.001e-5) would compress them; the layer's own 1e-12 keeps them at unit variance.
     x[3] = 1e-3 * rng.normal(size=48)
-    with serving_graph.building(constants=constants):
-        layer_norm = tf.function(lambda t: serving_graph.layer_norm(norm, t))
-        function = layer_norm.get_concrete_function(tf.TensorSpec([None, 48]))
+    function = _trace_layer_norm(norm, constants=constants)
     got = function(tf.constant(x)).numpy()
     np.testing.assert_allclose(got, _layer_norm_reference(norm, x), atol=2e-5, rtol=0)
     np.testing.assert_allclose(got, norm(x).numpy(), atol=2e-5, rtol=0)
@@ -178,9 +185,7 @@ def test_layer_norm_on_either_path_is_the_layers(large, constants, monkeypatch):
 def test_layer_norm_path_is_decided_by_the_numbers(monkeypatch):
     monkeypatch.setattr(serving_graph, "onednn", lambda: True)
     norm = _norm()
-    with serving_graph.building():
-        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
-            tf.TensorSpec([None, 48]))
+    function = _trace_layer_norm(norm)
     rows = serving_graph.LARGE_LAYER_NORM // 48
     for n, large in ((rows - 1, False), (rows + 1, True)):
         ops = _session_ops(function, np.ones((n, 48), "float32"))
@@ -211,9 +216,7 @@ def _session_ops(function, x):
 def test_a_large_layer_norm_runs_as_one_onednn_kernel(monkeypatch):
     monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 0)
     norm = _norm()
-    with serving_graph.building():
-        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
-            tf.TensorSpec([None, 48]))
+    function = _trace_layer_norm(norm)
     ops = _session_ops(function, np.ones((300, 48), "float32"))
     assert "_MklLayerNorm" in ops and "FusedBatchNormV3" not in ops, ops
 
@@ -223,16 +226,11 @@ def test_without_onednn_layer_norm_is_the_layers_call(monkeypatch):
     monkeypatch.setattr(serving_graph, "onednn", lambda: False)
     monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 0)
     norm = _norm()
-    with serving_graph.building():
-        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
-            tf.TensorSpec([None, 48]))
+    function = _trace_layer_norm(norm)
     assert "FusedBatchNormV3" not in _ops(function) and "If" not in _ops(function)
 
 
 def test_onednn_is_what_this_tensorflow_runs():
-    import subprocess
-    import sys
-
     code = "from keras_bert.layers import serving_graph; print(serving_graph.onednn())"
     for flag, want in (("0", "False"), ("1", str(int8.available()))):
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -244,9 +242,7 @@ def test_onednn_is_what_this_tensorflow_runs():
 def test_layer_norm_of_other_inputs_is_the_layers_call():
     # Not [rows, hidden] float32 (here 3-D): the layer's own call, no cond.
     norm = _norm()
-    with serving_graph.building():
-        function = tf.function(lambda t: serving_graph.layer_norm(norm, t)).get_concrete_function(
-            tf.TensorSpec([None, None, 48]))
+    function = _trace_layer_norm(norm, shape=[None, None, 48])
     assert "FusedBatchNormV3" not in _ops(function) and "If" not in _ops(function)
 
 
