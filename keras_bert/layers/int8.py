@@ -51,6 +51,12 @@ ACTIVATIONS = {"gelu": "GeluExact", "gelu_tanh": "GeluApproximate", "relu": "Rel
 ACTIVATION_LOW = {"gelu": -0.1701, "gelu_tanh": -0.1701, "relu": 0.0, "tanh": -1.0,
                   "sigmoid": 0.0}
 
+# TensorFlow runs the kernel on one thread when its operands fit in the CPU's L2 cache
+# (``rows * n + k * (rows + n)`` bytes below it: ``ExecuteSingleThreadedGemm`` in its oneDNN
+# integration); x86 server CPUs have 1-2 MiB of L2 per core. Kernels of fewer bytes leave the
+# second core idle at a few rows (see `TransformerBlock`'s feed-forward halves).
+SINGLE_THREAD_BYTES = 1 << 20
+
 # Read when a call is traced: whether the kernel may keep its reordered copy of the weights
 # between calls (see `constant_weights`).
 _CONSTANT_WEIGHTS = False

@@ -198,7 +198,7 @@ def small_attention(q, k):
 LARGE_LAYER_NORM = 1 << 16
 
 
-def layer_norm(norm, x):
+def layer_norm(norm, x, large=None):
     """``norm(x)`` for a Keras ``LayerNormalization`` ``norm`` over the last axis of the 2-D
     float32 ``x`` ``[rows, hidden]``, on a TensorFlow with oneDNN (`onednn`; elsewhere the
     layer's call): as ``norm`` computes it for fewer than
@@ -234,7 +234,9 @@ def layer_norm(norm, x):
         gamma, beta = weights()
         return keras.ops.layer_normalization(x, gamma, beta, -1, norm.epsilon)
 
-    return tf.cond(tf.size(x) >= LARGE_LAYER_NORM, fused, separate)
+    if large is None:
+        return tf.cond(tf.size(x) >= LARGE_LAYER_NORM, fused, separate)
+    return fused() if large else separate()
 
 
 @functools.lru_cache(maxsize=None)

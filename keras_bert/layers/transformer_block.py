@@ -283,10 +283,88 @@ class TransformerBlock(keras.layers.Layer):
         # sums and the activation run inside the kernel, LayerNorm follows in float32.
         context = self._self_attention(x_q, x, input_mask, batch, q_len, seq, training,
                                        use_int8=True)
-        x = self._norm(self.attention_layer_norm,
-                       self.attention_output.int8_matmul(context, addend=x_q), training)
-        return self._norm(self.output_layer_norm,
-                          self._int8_feed_forward(x, batch, q_len, first_apart), training)
+        x = self.attention_output.int8_matmul(context, addend=x_q)
+        limit = self._int8_split_rows()
+        if not limit:
+            x = self._norm(self.attention_layer_norm, x, training)
+            return self._norm(self.output_layer_norm, self._int8_feed_forward(
+                x, batch, q_len, first_apart, self._int8_feed_forward_rows), training)
+        # A small model: up to `limit` rows (batch 1) the feed-forward layers in two halves
+        # side by side, where the kernel runs single-threaded; more rows with the first
+        # position apart. In a serving export one cond holds the LayerNorms too (their
+        # separate ops, or one fused kernel each), the weights constants inside each branch.
+        serving = serving_graph.inference(training)
+
+        def norm(layer, y, large):
+            return serving_graph.layer_norm(layer, y, large=large) if serving else layer(y)
+
+        def few():
+            y = norm(self.attention_layer_norm, x, False)
+            return norm(self.output_layer_norm, self._int8_feed_forward_parts(y, 2), False)
+
+        def many():
+            # (below the fused LayerNorms' size: their own conds)
+            large = True if limit == self._small_norm_rows() else None
+            y = norm(self.attention_layer_norm, x, large)
+            y = self._int8_feed_forward(y, batch, q_len, first_apart,
+                                        lambda t: self._int8_feed_forward_parts(t, 1))
+            return norm(self.output_layer_norm, y, large)
+
+        return tf.cond(tf.shape(x)[0] <= limit, few, many)
+
+    def _small_norm_rows(self):
+        # The most rows whose LayerNorm a serving export runs as separate ops.
+        return (serving_graph.LARGE_LAYER_NORM - 1) // self.hidden_size
+
+    def _int8_split_rows(self):
+        # The most rows whose feed-forward layers run in halves (`_int8_feed_forward_parts`),
+        # 0 for none: both layers int8 without LoRA, the activation on the kernel, and an
+        # intermediate kernel that runs on one thread (int8.SINGLE_THREAD_BYTES); at most
+        # the rows whose LayerNorms a serving export runs as separate ops.
+        layers = (self.intermediate, self.output_dense)
+        if not (self.hidden_act in int8.ACTIVATIONS and all(
+                layer.quantization_mode == "int8" and not layer.lora_enabled
+                and layer.use_bias and layer.activation in (None, keras.activations.linear)
+                for layer in layers)):
+            return 0
+        k, n = self.intermediate._kernel.shape
+        if n % 2 or k * n >= int8.SINGLE_THREAD_BYTES:
+            return 0
+        return min((int8.SINGLE_THREAD_BYTES - k * n) // (k + n), self._small_norm_rows())
+
+    def _int8_feed_forward_parts(self, x, parts):
+        # x + output(activation(intermediate(x))) for float32 x [rows, hidden] on the int8
+        # kernel (`_int8_split_rows` positive), the intermediate layer's columns and the
+        # output layer's rows in `parts` parts side by side: each part of the activations
+        # quantized with its own range, the parts' outputs summed. parts=1 is what the
+        # layers' calls compute. Weights read as constants where a serving export allows
+        # (inside a cond's branch, they then cost no node per call).
+        def read(variable):
+            return serving_graph.value(variable) if serving_graph.constants() else variable
+
+        first, second = self.intermediate, self.output_dense
+        k1, s1, b1 = read(first._kernel), read(first.kernel_scale), read(first.bias)
+        sums1 = read(first.kernel_column_sums)
+        k2, s2, b2 = read(second._kernel), read(second.kernel_scale), read(second.bias)
+        if parts == 1:
+            splits = [((k1, s1, b1, sums1), k2, read(second.kernel_column_sums))]
+        else:
+            n = k1.shape[1]
+            splits = []
+            for i in range(parts):
+                part = slice(i * n // parts, (i + 1) * n // parts)
+                splits.append(((k1[:, part], s1[part], b1[part], sums1[part]), k2[part],
+                               int8.column_sums(k2[part], s2)))
+        quantized = int8.quantize(x)
+        outputs = []
+        for i, ((kernel, scale, bias, sums), rows, rows_sums) in enumerate(splits):
+            hidden = int8.matmul(quantized, kernel, scale, sums, bias=bias,
+                                 activation=self.hidden_act)
+            # The first part carries the bias and the residual.
+            outputs.append(int8.matmul(
+                int8.quantize(hidden, low=int8.ACTIVATION_LOW[self.hidden_act]), rows, s2,
+                rows_sums, bias=b2 if i == 0 else None, addend=x if i == 0 else None))
+        return tf.add_n(outputs)
 
     def _norm(self, norm, x, training):
         # LayerNorm of [rows, hidden] float32: in a serving export's graph, large ones as one
@@ -295,18 +373,19 @@ class TransformerBlock(keras.layers.Layer):
             return serving_graph.layer_norm(norm, x)
         return norm(x)
 
-    def _int8_feed_forward(self, x, batch, q_len, first_apart):
-        # x + output(activation(intermediate(x))) on the int8 kernel, before LayerNorm;
-        # x: [batch * q_len, hidden].
+    def _int8_feed_forward(self, x, batch, q_len, first_apart, feed_forward):
+        # x + output(activation(intermediate(x))) on the int8 kernel, before LayerNorm, for
+        # x [batch * q_len, hidden] by feed_forward (of rows), the first position's rows apart
+        # (first_apart).
         if not first_apart:
-            return self._int8_feed_forward_rows(x)
+            return feed_forward(x)
         # The first position ([CLS]) carries activations several times larger than the other
         # tokens' at the feed-forward layers (up to ~6x in all-MiniLM-L6-v2): one range for
         # all rows would leave the others a fraction of the 256 steps. Its rows go through
         # apart, each part with its own range.
         x = tf.reshape(x, [batch, q_len, self.hidden_size])
-        first = self._int8_feed_forward_rows(tf.reshape(x[:, :1], [batch, self.hidden_size]))
-        rest = self._int8_feed_forward_rows(tf.reshape(x[:, 1:], [-1, self.hidden_size]))
+        first = feed_forward(tf.reshape(x[:, :1], [batch, self.hidden_size]))
+        rest = feed_forward(tf.reshape(x[:, 1:], [-1, self.hidden_size]))
         y = tf.concat([first[:, tf.newaxis], tf.reshape(rest, [batch, -1, self.hidden_size])],
                       axis=1)
         return tf.reshape(y, [-1, self.hidden_size])

@@ -255,6 +255,8 @@ def _int8_block():
 
 
 def test_an_int8_block_runs_its_three_projections_in_one_kernel_call(monkeypatch):
+    # (The feed-forward layers as the layers' calls: never in halves.)
+    monkeypatch.setattr(int8, "SINGLE_THREAD_BYTES", 0)
     block = _int8_block()
     x, mask = _inputs()
     want = block((x, mask), training=False).numpy()
@@ -271,6 +273,70 @@ def test_an_int8_block_runs_its_three_projections_in_one_kernel_call(monkeypatch
     # quantized, so now and then an activation one int8 step away.
     monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 10**9)
     np.testing.assert_allclose(_trace(block)(x, mask), want, atol=0.02, rtol=0)
+
+
+def test_the_feed_forward_layers_split_where_the_kernel_runs_on_one_thread():
+    block = _int8_block()
+    # kernel 32 x 64: while rows * 64 + 32 * (rows + 64) < 1 MiB, and the LayerNorms'
+    # separate ops take the rows (hidden 32: up to 2,047)
+    assert (2**20 - 32 * 64) // 96 > 2047
+    assert block._int8_split_rows() == 2047
+    big = TransformerBlock(64, 4, 2**14, hidden_act="gelu")  # a 1 MiB int8 kernel
+    x, mask = _inputs(hidden=64)
+    big((x, mask))
+    for layer in (big.intermediate, big.output_dense):
+        layer.quantize("int8")
+    assert big._int8_split_rows() == 0
+    silu, _ = _block(act="silu")  # an activation the kernel does not fuse
+    for layer in (silu.intermediate, silu.output_dense):
+        layer.quantize("int8")
+    assert silu._int8_split_rows() == 0
+    block.intermediate.enable_lora(2)
+    assert block._int8_split_rows() == 0
+
+
+def test_the_feed_forward_layers_in_halves():
+    block = _int8_block()
+    x = tf.constant(np.random.default_rng(3).normal(size=(20, 32)).astype("float32"))
+    w1 = block.intermediate._kernel.numpy() / block.intermediate.kernel_scale.numpy()
+    w2 = block.output_dense._kernel.numpy() / block.output_dense.kernel_scale.numpy()
+    hidden = tf.nn.gelu(x.numpy() @ w1 + block.intermediate.bias.numpy()).numpy()
+    want = x.numpy() + hidden @ w2 + block.output_dense.bias.numpy()
+    whole = block._int8_feed_forward_parts(x, 1).numpy()
+    halves = block._int8_feed_forward_parts(x, 2).numpy()
+    # One part: the layers' own calls on the kernel, exactly.
+    np.testing.assert_allclose(whole, block._int8_feed_forward_rows(x), atol=1e-6, rtol=0)
+    # Two: each half of the activations quantized with its own range; within int8's error
+    # of the float layers, and not the one-part arithmetic.
+    assert np.abs(halves - want).max() < 0.02 * np.abs(want).max()
+    assert np.abs(halves - whole).max() > 1e-4
+    # The weights read as constants (a serving export's graph): the same arithmetic.
+    with serving_graph.building():
+        parts = tf.function(lambda t: block._int8_feed_forward_parts(t, 2))
+        constant = parts.get_concrete_function(tf.TensorSpec([None, 32]))
+    assert "ReadVariableOp" not in _ops(constant)
+    np.testing.assert_allclose(constant(x), halves, atol=1e-6, rtol=0)
+
+
+def test_a_small_int8_block_takes_the_halves_at_few_rows(monkeypatch):
+    block = _int8_block()
+    x, mask = _inputs()  # 33 rows
+    want = block((x, mask), training=False).numpy()  # the halves, as the export's
+    serve = _trace(block)
+    ops = _ops(serve)
+    # Both branches in the graph: 2 + 4 (halves) + 4 (first position apart) kernel calls.
+    assert ops.count(int8.OP) == 10 and ops.count("QuantizeV2") == 2 + 3 + 4
+    np.testing.assert_allclose(serve(x, mask), want, atol=2e-5, rtol=0)
+    # Without the halves (a large kernel): the first position apart, other numbers.
+    monkeypatch.setattr(int8, "SINGLE_THREAD_BYTES", 0)
+    apart = block((x, mask), training=False).numpy()
+    assert np.abs(apart - want).max() > 1e-4 and np.abs(apart - want).max() < 0.1
+    monkeypatch.undo()
+    # More rows than the LayerNorms' separate ops take (hidden 32: 1,056 numbers from 33
+    # rows): the first position apart, in the Keras call and the export alike.
+    monkeypatch.setattr(serving_graph, "LARGE_LAYER_NORM", 33 * 32)
+    np.testing.assert_allclose(block((x, mask), training=False), apart, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(_trace(block)(x, mask), apart, atol=2e-5, rtol=0)
 
 
 def test_layers_with_lora_are_not_fused():
