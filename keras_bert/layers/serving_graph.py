@@ -22,6 +22,8 @@ as a one-operand ``tf.einsum`` runs on TensorFlow's own transpose in ~5 us. Insi
 * large LayerNorms run as one fused kernel (`layer_norm`): TensorFlow's oneDNN graph rewrite
   turns a batch norm over rows into its layer-norm kernel, 2-4x faster than the mean,
   variance and scaling ops from a few hundred rows on (slower below: the cond picks).
+  A block whose int8 feed-forward layers run in halves at few rows (`TransformerBlock`)
+  picks both its LayerNorms' kernels in the same cond (``layer_norm(..., large=...)``).
 
 Outside `building`, layers trace and run as they always do (training, ``predict``, LiteRT).
 
@@ -206,7 +208,9 @@ def layer_norm(norm, x, large=None):
     (``FusedBatchNormV3`` on ``[1, rows, hidden, 1]``, NCHW), scaled and shifted after: the
     pattern TensorFlow's oneDNN graph rewrite fuses into one layer-norm kernel (Keras 2's
     own fused LayerNormalization). The same math, within float32 rounding; ``norm``'s
-    epsilon as it is (``tf.nn.fused_batch_norm`` would raise it to 1.001e-5)."""
+    epsilon as it is (``tf.nn.fused_batch_norm`` would raise it to 1.001e-5). ``large``:
+    None to pick by size in a cond, or True / False for the fused / separate ops (for a
+    caller whose own cond knows the size)."""
     if not (onednn() and x.dtype == tf.float32 and x.shape.rank == 2 and x.shape[-1] is not None
             and norm.compute_dtype == "float32"
             and _last_axis(norm) and norm.center and norm.scale

@@ -3,6 +3,7 @@
 import math
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.layers import activations, fused, int8, serving_graph
@@ -39,7 +40,10 @@ class TransformerBlock(keras.layers.Layer):
     calls run them on oneDNN's int8 kernel (`keras_bert.layers.Dense`, `layers.int8`): the
     input of query, key and value is quantized once, GELU and the residual sums run inside
     the kernel, and the first position is quantized apart from the other rows in the
-    feed-forward layers (its activations there are several times larger).
+    feed-forward layers (its activations there are several times larger). A small model's
+    feed-forward layers (an intermediate kernel under ``int8.SINGLE_THREAD_BYTES``, which
+    TensorFlow runs on one thread) run at a few rows (batch 1) in two halves side by side
+    instead, each half of the activations with its own range.
 
     Example:
 
@@ -300,14 +304,16 @@ class TransformerBlock(keras.layers.Layer):
 
         def few():
             y = norm(self.attention_layer_norm, x, False)
-            return norm(self.output_layer_norm, self._int8_feed_forward_parts(y, 2), False)
+            y = self._int8_feed_forward_parts(y, self._int8_feed_forward_weights(2))
+            return norm(self.output_layer_norm, y, False)
 
         def many():
             # (below the fused LayerNorms' size: their own conds)
             large = True if limit == self._small_norm_rows() else None
             y = norm(self.attention_layer_norm, x, large)
+            weights = self._int8_feed_forward_weights(1)  # one copy for both calls
             y = self._int8_feed_forward(y, batch, q_len, first_apart,
-                                        lambda t: self._int8_feed_forward_parts(t, 1))
+                                        lambda t: self._int8_feed_forward_parts(t, weights))
             return norm(self.output_layer_norm, y, large)
 
         return tf.cond(tf.shape(x)[0] <= limit, few, many)
@@ -332,38 +338,50 @@ class TransformerBlock(keras.layers.Layer):
             return 0
         return min((int8.SINGLE_THREAD_BYTES - k * n) // (k + n), self._small_norm_rows())
 
-    def _int8_feed_forward_parts(self, x, parts):
-        # x + output(activation(intermediate(x))) for float32 x [rows, hidden] on the int8
-        # kernel (`_int8_split_rows` positive), the intermediate layer's columns and the
-        # output layer's rows in `parts` parts side by side: each part of the activations
-        # quantized with its own range, the parts' outputs summed. parts=1 is what the
-        # layers' calls compute. Weights read as constants where a serving export allows
-        # (inside a cond's branch, they then cost no node per call).
+    def _int8_feed_forward_weights(self, parts):
+        # The feed-forward layers' int8 weights in `parts` parts (`_int8_feed_forward_parts`):
+        # ([(kernel, scale, bias, sums) of each part's intermediate columns], [(kernel, sums)
+        # of its output rows], output scale, output bias). Constants made here where a serving
+        # export allows (inside a cond's branch, they then cost no node per call), else the
+        # variables.
+        constant = serving_graph.constants()
+
         def read(variable):
-            return serving_graph.value(variable) if serving_graph.constants() else variable
+            return serving_graph.value(variable) if constant else variable
 
         first, second = self.intermediate, self.output_dense
         k1, s1, b1 = read(first._kernel), read(first.kernel_scale), read(first.bias)
         sums1 = read(first.kernel_column_sums)
         k2, s2, b2 = read(second._kernel), read(second.kernel_scale), read(second.bias)
         if parts == 1:
-            splits = [((k1, s1, b1, sums1), k2, read(second.kernel_column_sums))]
+            columns, rows = [(k1, s1, b1, sums1)], [(k2, read(second.kernel_column_sums))]
         else:
             n = k1.shape[1]
-            splits = []
-            for i in range(parts):
-                part = slice(i * n // parts, (i + 1) * n // parts)
-                splits.append(((k1[:, part], s1[part], b1[part], sums1[part]), k2[part],
-                               int8.column_sums(k2[part], s2)))
+            cuts = [slice(i * n // parts, (i + 1) * n // parts) for i in range(parts)]
+            columns = [(k1[:, cut], s1[cut], b1[cut], sums1[cut]) for cut in cuts]
+            if constant:  # int8.column_sums in NumPy: the integer sums are exact in float32
+                rows = [(k2[cut], k2[cut].astype(np.float32).sum(axis=0) / s2) for cut in cuts]
+            else:
+                rows = [(k2[cut], int8.column_sums(k2[cut], s2)) for cut in cuts]
+        if constant:
+            columns, rows, s2, b2 = tf.nest.map_structure(tf.constant, (columns, rows, s2, b2))
+        return columns, rows, s2, b2
+
+    def _int8_feed_forward_parts(self, x, weights):
+        # x + output(activation(intermediate(x))) for float32 x [rows, hidden] on the int8
+        # kernel (`_int8_split_rows` positive) with `_int8_feed_forward_weights` in parts:
+        # the intermediate layer's columns and the output layer's rows in parts side by
+        # side, each part of the activations quantized with its own range, the parts'
+        # outputs summed. One part is what the layers' calls compute.
+        columns, rows, scale, bias = weights
         quantized = int8.quantize(x)
         outputs = []
-        for i, ((kernel, scale, bias, sums), rows, rows_sums) in enumerate(splits):
-            hidden = int8.matmul(quantized, kernel, scale, sums, bias=bias,
-                                 activation=self.hidden_act)
+        for i, ((k1, s1, b1, sums1), (k2, sums2)) in enumerate(zip(columns, rows)):
+            hidden = int8.matmul(quantized, k1, s1, sums1, bias=b1, activation=self.hidden_act)
             # The first part carries the bias and the residual.
             outputs.append(int8.matmul(
-                int8.quantize(hidden, low=int8.ACTIVATION_LOW[self.hidden_act]), rows, s2,
-                rows_sums, bias=b2 if i == 0 else None, addend=x if i == 0 else None))
+                int8.quantize(hidden, low=int8.ACTIVATION_LOW[self.hidden_act]), k2, scale,
+                sums2, bias=bias if i == 0 else None, addend=x if i == 0 else None))
         return tf.add_n(outputs)
 
     def _norm(self, norm, x, training):

@@ -302,8 +302,10 @@ def test_the_feed_forward_layers_in_halves():
     w2 = block.output_dense._kernel.numpy() / block.output_dense.kernel_scale.numpy()
     hidden = tf.nn.gelu(x.numpy() @ w1 + block.intermediate.bias.numpy()).numpy()
     want = x.numpy() + hidden @ w2 + block.output_dense.bias.numpy()
-    whole = block._int8_feed_forward_parts(x, 1).numpy()
-    halves = block._int8_feed_forward_parts(x, 2).numpy()
+    def parts(n):
+        return block._int8_feed_forward_parts(x, block._int8_feed_forward_weights(n)).numpy()
+
+    whole, halves = parts(1), parts(2)
     # One part: the layers' own calls on the kernel, exactly.
     np.testing.assert_allclose(whole, block._int8_feed_forward_rows(x), atol=1e-6, rtol=0)
     # Two: each half of the activations quantized with its own range; within int8's error
@@ -312,8 +314,9 @@ def test_the_feed_forward_layers_in_halves():
     assert np.abs(halves - whole).max() > 1e-4
     # The weights read as constants (a serving export's graph): the same arithmetic.
     with serving_graph.building():
-        parts = tf.function(lambda t: block._int8_feed_forward_parts(t, 2))
-        constant = parts.get_concrete_function(tf.TensorSpec([None, 32]))
+        constant = tf.function(lambda t: block._int8_feed_forward_parts(
+            t, block._int8_feed_forward_weights(2))).get_concrete_function(
+                tf.TensorSpec([None, 32]))
     assert "ReadVariableOp" not in _ops(constant)
     np.testing.assert_allclose(constant(x), halves, atol=1e-6, rtol=0)
 
