@@ -295,28 +295,33 @@ class TransformerBlock(keras.layers.Layer):
                 x, batch, q_len, first_apart, self._int8_feed_forward_rows), training)
         # A small model: up to `limit` rows (batch 1) the feed-forward layers in two halves
         # side by side, where the kernel runs single-threaded; more rows with the first
-        # position apart. In a serving export one cond holds the LayerNorms too (their
-        # separate ops, or one fused kernel each), the weights constants inside each branch.
-        serving = serving_graph.inference(training)
+        # position apart. The cond's branches read no variable: in a serving export with
+        # constants the weights are made inside each branch, and one cond holds the
+        # LayerNorms too (their separate ops, or one fused kernel each); elsewhere the
+        # variables are read before it (a branch that reads one makes TensorFlow's loop
+        # optimizer warn).
+        arrays = self._int8_feed_forward_arrays()
+        fits = tf.shape(x)[0] <= limit
 
-        def norm(layer, y, large):
-            return serving_graph.layer_norm(layer, y, large=large) if serving else layer(y)
+        def feed_forward(parts):
+            weights = self._int8_feed_forward_weights(arrays, parts)  # once per branch
+            return lambda t: self._int8_feed_forward_parts(t, weights)
 
-        def few():
-            y = norm(self.attention_layer_norm, x, False)
-            y = self._int8_feed_forward_parts(y, self._int8_feed_forward_weights(2))
-            return norm(self.output_layer_norm, y, False)
+        def many(y):
+            return self._int8_feed_forward(y, batch, q_len, first_apart, feed_forward(1))
 
-        def many():
-            # (below the fused LayerNorms' size: their own conds)
-            large = True if limit == self._small_norm_rows() else None
-            y = norm(self.attention_layer_norm, x, large)
-            weights = self._int8_feed_forward_weights(1)  # one copy for both calls
-            y = self._int8_feed_forward(y, batch, q_len, first_apart,
-                                        lambda t: self._int8_feed_forward_parts(t, weights))
-            return norm(self.output_layer_norm, y, large)
+        if not (serving_graph.inference(training) and serving_graph.constants()):
+            y = self._norm(self.attention_layer_norm, x, training)
+            return self._norm(self.output_layer_norm, tf.cond(
+                fits, lambda: feed_forward(2)(y), lambda: many(y)), training)
 
-        return tf.cond(tf.shape(x)[0] <= limit, few, many)
+        def norms(large, feed):
+            y = serving_graph.layer_norm(self.attention_layer_norm, x, large=large)
+            return serving_graph.layer_norm(self.output_layer_norm, feed(y), large=large)
+
+        # (below the fused LayerNorms' size, many rows take their own conds)
+        large = True if limit == self._small_norm_rows() else None
+        return tf.cond(fits, lambda: norms(False, feed_forward(2)), lambda: norms(large, many))
 
     def _small_norm_rows(self):
         # The most rows whose LayerNorm a serving export runs as separate ops.
@@ -338,23 +343,25 @@ class TransformerBlock(keras.layers.Layer):
             return 0
         return min((int8.SINGLE_THREAD_BYTES - k * n) // (k + n), self._small_norm_rows())
 
-    def _int8_feed_forward_weights(self, parts):
-        # The feed-forward layers' int8 weights in `parts` parts (`_int8_feed_forward_parts`):
+    def _int8_feed_forward_arrays(self):
+        # The feed-forward layers' int8 weights: (kernel, scale, bias, column sums) of the
+        # intermediate layer, then of the output layer. NumPy arrays where a serving export
+        # allows constants (`_int8_feed_forward_weights` makes them where it is called), else
+        # the variables' values, read here.
+        variables = [v for layer in (self.intermediate, self.output_dense) for v in (
+            layer._kernel, layer.kernel_scale, layer.bias, layer.kernel_column_sums)]
+        if serving_graph.constants():
+            return [serving_graph.value(v) for v in variables]
+        return [tf.convert_to_tensor(v) for v in variables]
+
+    def _int8_feed_forward_weights(self, arrays, parts):
+        # `_int8_feed_forward_arrays` in `parts` parts (`_int8_feed_forward_parts`):
         # ([(kernel, scale, bias, sums) of each part's intermediate columns], [(kernel, sums)
-        # of its output rows], output scale, output bias). Constants made here where a serving
-        # export allows (inside a cond's branch, they then cost no node per call), else the
-        # variables.
-        constant = serving_graph.constants()
-
-        def read(variable):
-            return serving_graph.value(variable) if constant else variable
-
-        first, second = self.intermediate, self.output_dense
-        k1, s1, b1 = read(first._kernel), read(first.kernel_scale), read(first.bias)
-        sums1 = read(first.kernel_column_sums)
-        k2, s2, b2 = read(second._kernel), read(second.kernel_scale), read(second.bias)
+        # of its output rows], output scale, output bias); NumPy arrays made constants here.
+        k1, s1, b1, sums1, k2, s2, b2, sums2 = arrays
+        constant = isinstance(k1, np.ndarray)
         if parts == 1:
-            columns, rows = [(k1, s1, b1, sums1)], [(k2, read(second.kernel_column_sums))]
+            columns, rows = [(k1, s1, b1, sums1)], [(k2, sums2)]
         else:
             n = k1.shape[1]
             cuts = [slice(i * n // parts, (i + 1) * n // parts) for i in range(parts)]

@@ -303,7 +303,8 @@ def test_the_feed_forward_layers_in_halves():
     hidden = tf.nn.gelu(x.numpy() @ w1 + block.intermediate.bias.numpy()).numpy()
     want = x.numpy() + hidden @ w2 + block.output_dense.bias.numpy()
     def parts(n):
-        return block._int8_feed_forward_parts(x, block._int8_feed_forward_weights(n)).numpy()
+        weights = block._int8_feed_forward_weights(block._int8_feed_forward_arrays(), n)
+        return block._int8_feed_forward_parts(x, weights).numpy()
 
     whole, halves = parts(1), parts(2)
     # One part: the layers' own calls on the kernel, exactly.
@@ -315,8 +316,8 @@ def test_the_feed_forward_layers_in_halves():
     # The weights read as constants (a serving export's graph): the same arithmetic.
     with serving_graph.building():
         constant = tf.function(lambda t: block._int8_feed_forward_parts(
-            t, block._int8_feed_forward_weights(2))).get_concrete_function(
-                tf.TensorSpec([None, 32]))
+            t, block._int8_feed_forward_weights(block._int8_feed_forward_arrays(), 2))
+        ).get_concrete_function(tf.TensorSpec([None, 32]))
     assert "ReadVariableOp" not in _ops(constant)
     np.testing.assert_allclose(constant(x), halves, atol=1e-6, rtol=0)
 
