@@ -302,6 +302,7 @@ def test_the_feed_forward_layers_in_halves():
     w2 = block.output_dense._kernel.numpy() / block.output_dense.kernel_scale.numpy()
     hidden = tf.nn.gelu(x.numpy() @ w1 + block.intermediate.bias.numpy()).numpy()
     want = x.numpy() + hidden @ w2 + block.output_dense.bias.numpy()
+
     def parts(n):
         weights = block._int8_feed_forward_weights(block._int8_feed_forward_arrays(), n)
         return block._int8_feed_forward_parts(x, weights).numpy()
