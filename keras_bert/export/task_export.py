@@ -196,13 +196,7 @@ def serving_module(model, task, frozen=None):
         frozen = weight_bytes(model) <= FREEZE_LIMIT_BYTES
     specs = task.ids_specs()
 
-    def run(inputs):
-        if model.trim_predictions:  # the batch cut to its longest sequence: the same outputs
-            inputs = trim_padding(inputs)[0]
-        return model(inputs, training=False)
-
-    with serving_graph.building(constants=frozen):
-        forward = tf.function(run).get_concrete_function(specs)
+    forward = traced_forward(model, specs, frozen)
     structure = forward.structured_outputs
     if frozen:
         forward = convert_to_constants.convert_variables_to_constants_v2(forward)
@@ -231,6 +225,33 @@ def serving_module(model, task, frozen=None):
     root.serving_default = tf.function(from_text, input_signature=[task.text_specs()])
     root.serving_ids = tf.function(from_ids, input_signature=[task.ids_specs()])
     return root
+
+
+def traced_forward(model, specs, frozen):
+    """``model(inputs, training=False)`` on packed ids of ``specs``, traced for serving
+    (`keras_bert.layers.serving_graph`; ``frozen``: weights read as constants): a concrete
+    function, its variables not yet frozen. The batch is cut to its longest sequence when
+    the model does so in ``predict`` (``trim_predictions``). With ``frozen``, a call of at
+    most `serving_graph.small_tokens` tokens (batch 1 of a short text) takes a graph traced
+    for it, every choice by size made at trace time, in one cond beside the general graph:
+    the same outputs, fewer nodes per call."""
+    small = serving_graph.small_tokens(model) if frozen and "input_word_ids" in specs else None
+
+    def run(inputs):
+        if model.trim_predictions:  # the batch cut to its longest sequence: the same outputs
+            inputs = trim_padding(inputs)[0]
+        if not small:
+            return model(inputs, training=False)
+
+        def few():
+            with serving_graph.bounded(small):
+                return model(inputs, training=False)
+
+        return tf.cond(tf.size(inputs["input_word_ids"]) <= small, few,
+                       lambda: model(inputs, training=False))
+
+    with serving_graph.building(constants=frozen):
+        return tf.function(run).get_concrete_function(specs)
 
 
 # The weights (bytes) that `serving_module` freezes into the graph by default: a SavedModel's

@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.checks import check_layer_kwargs, keyword_parameters
-from keras_bert.layers import int8
+from keras_bert.layers import int8, serving_graph
 
 # False: int8 layers run Keras' own int8 path everywhere (the tests compare both paths).
 # Read when a call is traced: a tf.function traced before keeps the path it was traced with.
@@ -231,9 +231,14 @@ class Dense(keras.layers.Dense):
         quantized = x if isinstance(x, int8.Quantized) else int8.quantize(x, low=low)
         fused = not self.lora_enabled and (own is None or activation is not None)
         if fused and (activation is None or addend is None):
-            return int8.matmul(quantized, self._kernel, self.kernel_scale,
-                               self.kernel_column_sums, bias=self.bias, activation=activation,
-                               addend=addend)
+            weights = self._kernel, self.kernel_scale, self.kernel_column_sums, self.bias
+            if serving_graph.constants():
+                # A serving export's graph: the weights as constants of the graph where the
+                # call is traced (a cond around the call then takes no tensor for them)
+                weights = [None if w is None else serving_graph.constant(w) for w in weights]
+            kernel, scale, sums, bias = weights
+            return int8.matmul(quantized, kernel, scale, sums, bias=bias,
+                               activation=activation, addend=addend)
         y = int8.matmul(quantized, self._kernel, self.kernel_scale, self.kernel_column_sums,
                         bias=self.bias)
         if self.lora_enabled:

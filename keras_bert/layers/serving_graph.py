@@ -23,7 +23,10 @@ as a one-operand ``tf.einsum`` runs on TensorFlow's own transpose in ~5 us. Insi
   turns a batch norm over rows into its layer-norm kernel, 2-4x faster than the mean,
   variance and scaling ops from a few hundred rows on (slower below: the cond picks).
   A block whose int8 feed-forward layers run in halves at few rows (`TransformerBlock`)
-  picks both its LayerNorms' kernels in the same cond (``layer_norm(..., large=...)``).
+  picks both its LayerNorms' kernels in the same cond (``layer_norm(..., large=...)``);
+* a call known to be small (`bounded`: a serving export's cond around its calls of few
+  tokens, `small_tokens`) traces the small side of each of those choices with no cond at
+  all: at batch 1 a cond's own nodes cost more than the choice gains.
 
 Outside `building`, layers trace and run as they always do (training, ``predict``, LiteRT).
 
@@ -45,6 +48,7 @@ True
 
 import contextlib
 import functools
+import math
 
 import keras
 import numpy as np
@@ -55,6 +59,10 @@ from keras_bert.layers import int8
 # Read when a call is traced (see `building`): None outside it, else whether weights may be
 # read as constants.
 _STATE = None
+# Read when a call is traced (see `bounded`): None, or the most tokens of the traced call.
+_TOKENS = None
+# Inside `building`: what `constant` made, by graph and variable.
+_CONSTANTS = {}
 
 
 @contextlib.contextmanager
@@ -62,13 +70,53 @@ def building(constants=True):
     """Layer calls traced inside the block build the serving inference graph (see the module
     docstring). ``constants``: weights may be read once, at trace time, into constants (for
     an export that freezes its variables; a graph traced so keeps the weights it saw)."""
-    global _STATE
-    previous, _STATE = _STATE, bool(constants)
+    global _STATE, _CONSTANTS
+    previous, _STATE = (_STATE, _CONSTANTS), bool(constants)
+    _CONSTANTS = {}
     try:
         with int8.constant_weights():
             yield
     finally:
-        _STATE = previous
+        _STATE, _CONSTANTS = previous
+
+
+@contextlib.contextmanager
+def bounded(tokens):
+    """Layer calls traced inside the block (and inside `building`) take at most ``tokens``
+    tokens (rows of ``[tokens, hidden]``; the caller's cond sees to it): the choices by size
+    that this bound decides (`attention`, `layer_norm`, a block's int8 feed-forward halves)
+    are made at trace time, without a cond. ``tokens`` from `small_tokens` decides them
+    all."""
+    global _TOKENS
+    previous, _TOKENS = _TOKENS, int(tokens)
+    try:
+        yield
+    finally:
+        _TOKENS = previous
+
+
+def bound():
+    """The most tokens of the call being traced (`bounded`), or None when not known."""
+    return _TOKENS if active() else None
+
+
+def small_tokens(model):
+    """The most tokens (sequences x positions) of a call of ``model`` whose every choice by
+    size in its serving graph takes the small side: the least of its layers'
+    ``small_serving_tokens()`` (`TransformerBlock`), or None when none of them tells or one
+    says None (a graph of its own would not pay). A serving export traces its calls up to
+    that many tokens (`bounded`) beside the general graph."""
+    limits = [layer.small_serving_tokens() for layer in model._flatten_layers()
+              if hasattr(layer, "small_serving_tokens")]
+    return None if not limits or None in limits else min(limits)
+
+
+def small_width_tokens(width):
+    """The most tokens whose attention (``width`` = heads x head size) and LayerNorms of
+    ``width`` numbers per row all take the small side: the attention's products of ``n``
+    tokens are at most ``n * n * width`` multiply-adds (`SMALL_ATTENTION`), the LayerNorms
+    ``n * width`` numbers (`LARGE_LAYER_NORM`)."""
+    return min(math.isqrt(SMALL_ATTENTION // width), (LARGE_LAYER_NORM - 1) // width)
 
 
 def active():
@@ -98,7 +146,8 @@ def split_heads(x, batch, seq, groups, heads):
     -> ``groups`` tensors ``[batch, heads, seq, size]``: one move of the heads for all the
     groups (as `heads_first`), then a split along the first axis, which TensorFlow does
     without copying (``tf.split`` along the heads axis copies every group)."""
-    x = tf.reshape(x, [batch, seq, groups, heads, -1])
+    size = x.shape[-1] // (groups * heads) if x.shape[-1] is not None else -1  # kept static
+    x = tf.reshape(x, [batch, seq, groups, heads, size])
     return tf.unstack(tf.einsum("bsghd->gbhsd", x), num=groups, axis=0)
 
 
@@ -111,6 +160,17 @@ def value(variable):
     """A variable's current value as a numpy array, read eagerly even while tracing."""
     with tf.init_scope():
         return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+
+
+def constant(variable):
+    """``variable``'s value as a constant of the graph being traced (`constants` must hold),
+    made once per graph: each branch of a cond is a graph of its own and makes its own (a
+    cond takes no tensor for it), calls in the same graph share it."""
+    graph = tf.compat.v1.get_default_graph()
+    key = (id(graph), id(variable))
+    if key not in _CONSTANTS:  # (the graph and variable kept: their ids stay theirs)
+        _CONSTANTS[key] = graph, variable, tf.constant(value(variable))
+    return _CONSTANTS[key][2]
 
 
 def fusable(layers, use_int8):
@@ -182,6 +242,10 @@ def attention(q, k, v, bias, scale):
         scores = scaled(tf.matmul(q, k, transpose_b=True)) + bias
         return tf.matmul(tf.nn.softmax(scores, axis=-1), v)
 
+    # A call of at most n tokens (`bounded`): sequences x queries <= n and keys <= n.
+    n, heads, size = bound(), q.shape[1], q.shape[3]
+    if n is not None and heads and size and n * n * heads * size <= SMALL_ATTENTION:
+        return small()
     return tf.cond(small_attention(q, k), small, large)
 
 
@@ -209,8 +273,8 @@ def layer_norm(norm, x, large=None):
     pattern TensorFlow's oneDNN graph rewrite fuses into one layer-norm kernel (Keras 2's
     own fused LayerNormalization). The same math, within float32 rounding; ``norm``'s
     epsilon as it is (``tf.nn.fused_batch_norm`` would raise it to 1.001e-5). ``large``:
-    None to pick by size in a cond, or True / False for the fused / separate ops (for a
-    caller whose own cond knows the size)."""
+    None to pick by size in a cond (at trace time where `bounded` decides it), or True /
+    False for the fused / separate ops (for a caller whose own cond knows the size)."""
     if not (onednn() and x.dtype == tf.float32 and x.shape.rank == 2 and x.shape[-1] is not None
             and norm.compute_dtype == "float32"
             and _last_axis(norm) and norm.center and norm.scale
@@ -238,6 +302,8 @@ def layer_norm(norm, x, large=None):
         gamma, beta = weights()
         return keras.ops.layer_normalization(x, gamma, beta, -1, norm.epsilon)
 
+    if large is None and bound() is not None and bound() * hidden < LARGE_LAYER_NORM:
+        large = False  # at most bound() rows (`bounded`)
     if large is None:
         return tf.cond(tf.size(x) >= LARGE_LAYER_NORM, fused, separate)
     return fused() if large else separate()

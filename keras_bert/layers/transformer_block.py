@@ -301,6 +301,13 @@ class TransformerBlock(keras.layers.Layer):
         # variables are read before it (a branch that reads one makes TensorFlow's loop
         # optimizer warn).
         arrays = self._int8_feed_forward_arrays()
+        if serving_graph.bound() is not None and serving_graph.bound() <= limit:
+            # A serving export's call of few tokens (`serving_graph.bounded`): the halves,
+            # chosen at trace time, each LayerNorm's kernel too.
+            weights = self._int8_feed_forward_weights(arrays, 2)
+            y = self._norm(self.attention_layer_norm, x, training)
+            return self._norm(self.output_layer_norm,
+                              self._int8_feed_forward_parts(y, weights), training)
         fits = tf.shape(x)[0] <= limit
 
         def feed_forward(parts):
@@ -322,6 +329,20 @@ class TransformerBlock(keras.layers.Layer):
         # (below the fused LayerNorms' size, many rows take their own conds)
         large = True if limit == self._small_norm_rows() else None
         return tf.cond(fits, lambda: norms(False, feed_forward(2)), lambda: norms(large, many))
+
+    def small_serving_tokens(self):
+        """The most tokens (sequences x positions) of a call whose every choice by size in a
+        serving export's graph takes its small side: the attention's kernels and the
+        LayerNorms' (`serving_graph.small_width_tokens`), and where the int8 feed-forward
+        layers run in halves, their limit. A serving export traces its calls of up to that
+        many tokens without those conds (`serving_graph.small_tokens`). None where the int8
+        feed-forward layers do not run in halves: a float32 block's conds cost no
+        measurable time beside its matmuls, and a large int8 block's copy would add half
+        the export's size for a few percent."""
+        limit = self._int8(False) and self._int8_split_rows()
+        if not limit:
+            return None
+        return min(serving_graph.small_width_tokens(self.hidden_size), limit)
 
     def _small_norm_rows(self):
         # The most rows whose LayerNorm a serving export runs as separate ops.

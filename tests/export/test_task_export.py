@@ -370,6 +370,53 @@ def test_the_export_freezes_its_weights_into_a_lean_graph(tmp_path, monkeypatch)
     assert [shapes.count(s) for s in ((16, 48), (16, 32), (16, 16))] == [1, 3, 4], shapes
 
 
+def test_calls_of_few_tokens_take_a_graph_traced_for_them(tmp_path, monkeypatch):
+    """The traced serving call of an int8 model: one cond, on the call's tokens, between the
+    model traced for at most `serving_graph.small_tokens` tokens (no cond inside) and the
+    general graph; texts on either side of it answer what the model predicts. A float32
+    model, or one with its variables, traces the general graph alone."""
+    from keras_bert.export import task_adapters, task_export
+    from keras_bert.layers import serving_graph
+
+    # hidden 16: at most 12 tokens (isqrt(2304 // 16)) take the small side, where a text
+    # alone is (2-13 tokens with [CLS] and [SEP]) and TEXTS together are not (8 x 13)
+    monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 12 * 12 * 16)
+    model = keras_bert.BertClassifier(tiny_encoder(seed=3, **TEXT_DEPENDENT), 3,
+                                      preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
+    specs = task_adapters.for_model(model).ids_specs()
+    assert serving_graph.small_tokens(model) is None
+    model.quantize("int8")
+    assert serving_graph.small_tokens(model) == 12
+    graph = task_export.traced_forward(model, specs, frozen=True).graph
+    functions = {f.signature.name: f for f in graph.as_graph_def().library.function}
+
+    def conds(nodes):  # (not the model's input checks: tf.debugging's guards)
+        return [node for node in nodes if node.op in ("If", "StatelessIf")
+                and not node.name.endswith("AssertGuard")]
+
+    def branches(node):
+        return [functions[node.attr[b].func.name] for b in ("then_branch", "else_branch")]
+
+    def inside(function):  # conds of a branch, at any depth
+        return [c for node in conds(function.node_def)
+                for c in [node] + [n for b in branches(node) for n in inside(b)]]
+
+    (top,) = conds(graph.as_graph_def().node)
+    small, general = branches(top)
+    assert inside(small) == [] and len(inside(general)) >= 2 * 2
+    # Without constants (a model over FREEZE_LIMIT_BYTES): the general graph alone, the
+    # blocks' own conds at its top.
+    plain = conds(task_export.traced_forward(model, specs, frozen=False).graph
+                  .as_graph_def().node)
+    assert plain and all("/transformer_block_" in node.name for node in plain)
+    serve, _ = _export(model, tmp_path)
+    want = model.predict(TEXTS, verbose=0)
+    np.testing.assert_allclose(serve(text=tf.constant(TEXTS))["logits"], want, atol=1e-5)
+    for text in TEXTS:  # (int8: each batch's activations quantized with their own range)
+        np.testing.assert_allclose(serve(text=tf.constant([text]))["logits"],
+                                   model.predict([text], verbose=0), atol=1e-5)
+
+
 def _int8_cases():
     """Per task: (model of an encoder, serving_default inputs, the matching model.predict
     outputs by signature output name)."""

@@ -344,6 +344,96 @@ def test_a_small_int8_block_takes_the_halves_at_few_rows(monkeypatch):
     np.testing.assert_allclose(_trace(block)(x, mask), apart, atol=2e-5, rtol=0)
 
 
+def _conds(function):
+    return sum(op in ("If", "StatelessIf") for op in _ops(function))
+
+
+@pytest.mark.parametrize("quantized", [False, True])
+def test_a_call_of_few_tokens_is_traced_without_conds(quantized, monkeypatch):
+    monkeypatch.setattr(serving_graph, "onednn", lambda: True)  # the LayerNorms' conds
+    block = _int8_block() if quantized else _block()[0]
+    # hidden 32: the attention's products of n tokens are small up to n = isqrt(2**20 // 32)
+    # = 181, the LayerNorms' separate ops take (2**16 - 1) // 32 = 2,047 rows, as many as
+    # the int8 halves (test_the_feed_forward_layers_split_where_the_kernel_runs_on_one_thread)
+    assert serving_graph.small_width_tokens(32) == 181
+    # (a float32 block: no graph of its own, which would not pay; the bound still applies)
+    assert block.small_serving_tokens() == (181 if quantized else None)
+    x, mask = _inputs()  # 33 tokens: the small side of every choice
+    want = _trace(block)(x, mask)
+    assert _conds(_trace(block)) == (2 if quantized else 3)  # attention, LayerNorms / halves
+
+    def bounded(tokens):
+        with serving_graph.building(), serving_graph.bounded(tokens):
+            return tf.function(lambda x, m: block((x, m), training=False)).get_concrete_function(
+                *SPECS)
+
+    serve = bounded(181)
+    assert _conds(serve) == 0
+    np.testing.assert_allclose(serve(x, mask), want, atol=1e-6, rtol=0)
+    # A bound that decides only some choices keeps the others' conds: 182 tokens, the
+    # attention's.
+    assert _conds(bounded(182)) == 1
+    # Outside `building` the bound is not read.
+    with serving_graph.bounded(10):
+        assert serving_graph.bound() is None
+
+
+def test_a_model_s_small_tokens_are_its_blocks_least(monkeypatch):
+    from tests.models.tiny import tiny_encoder
+
+    encoder = tiny_encoder()
+    classifier = keras_bert.BertClassifier(encoder, 2)
+    assert serving_graph.small_tokens(classifier) is None  # float32
+
+    def quantize(block):
+        for layer in (block.query, block.key, block.value, block.attention_output,
+                      block.intermediate, block.output_dense):
+            layer.quantize("int8")
+
+    quantize(encoder.get_layer("transformer_block_0"))
+    assert serving_graph.small_tokens(classifier) is None  # one block of two int8
+    quantize(encoder.get_layer("transformer_block_1"))
+    # hidden 16: isqrt(2**20 // 16) = 256 tokens
+    assert serving_graph.small_tokens(encoder) == serving_graph.small_tokens(classifier) == 256
+    assert serving_graph.small_tokens(tf.keras.layers.Dense(2)) is None
+    # all-MiniLM-L6-v2's sizes, int8: 52 tokens (the attention; the halves take 170 rows)
+    block = TransformerBlock(384, 12, 1536)
+    block((np.zeros((1, 2, 384), "float32"), np.ones((1, 2), "int32")))
+    quantize(block)
+    assert block._int8_split_rows() == 170 and block.small_serving_tokens() == 52
+    monkeypatch.setattr(serving_graph, "SMALL_ATTENTION", 1 << 30)
+    assert block.small_serving_tokens() == 170
+    # Feed-forward layers not in halves (an int8 kernel of 1 MiB or more: BERT-base's):
+    # no graph of its own
+    monkeypatch.setattr(int8, "SINGLE_THREAD_BYTES", 0)
+    assert block.small_serving_tokens() is None
+
+
+def test_constants_are_made_once_per_graph():
+    variable = tf.Variable(np.arange(6, dtype="float32").reshape(2, 3))
+
+    def consts(graph):
+        return [op for op in graph.get_operations() if op.type == "Const"
+                and op.get_attr("value").tensor_shape.dim and
+                [d.size for d in op.get_attr("value").tensor_shape.dim] == [2, 3]]
+
+    def call(x):
+        once = serving_graph.constant(variable) + serving_graph.constant(variable)
+        branch = tf.cond(x > 0, lambda: serving_graph.constant(variable) * 2.0,
+                         lambda: serving_graph.constant(variable) * 3.0)
+        return once + branch
+
+    with serving_graph.building():
+        traced = tf.function(call).get_concrete_function(tf.TensorSpec([]))
+    # one in the function's graph, one in each branch's; the cond takes only the predicate
+    assert len(consts(traced.graph)) == 1
+    (cond,) = [op for op in traced.graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert len(cond.inputs) == 1
+    np.testing.assert_array_equal(traced(tf.constant(1.0)), variable.numpy() * 4)
+    variable.assign(variable * 0)  # the graph keeps the values it saw
+    np.testing.assert_array_equal(traced(tf.constant(-1.0)), np.arange(6).reshape(2, 3) * 5)
+
+
 def test_layers_with_lora_are_not_fused():
     block, _ = _block()
     block.query.enable_lora(2)
