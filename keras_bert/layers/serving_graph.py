@@ -281,13 +281,13 @@ def layer_norm(norm, x, large=None):
             and not getattr(norm, "rms_scaling", False)):
         return norm(x)
     hidden = x.shape[-1]
-    # Constants made inside each branch (a tensor a cond takes costs a few nodes per call);
-    # else one read of each variable, used by either branch.
+    # Constants made inside each branch (`constant`: a tensor a cond takes costs a few nodes
+    # per call); else one read of each variable, used by either branch.
     read = None if constants() else (tf.convert_to_tensor(norm.gamma),
                                      tf.convert_to_tensor(norm.beta))
 
     def weights():
-        return read or (tf.constant(value(norm.gamma)), tf.constant(value(norm.beta)))
+        return read or (constant(norm.gamma), constant(norm.beta))
 
     def fused():
         gamma, beta = weights()

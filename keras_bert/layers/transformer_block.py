@@ -301,18 +301,17 @@ class TransformerBlock(keras.layers.Layer):
         # variables are read before it (a branch that reads one makes TensorFlow's loop
         # optimizer warn).
         arrays = self._int8_feed_forward_arrays()
-        if serving_graph.bound() is not None and serving_graph.bound() <= limit:
-            # A serving export's call of few tokens (`serving_graph.bounded`): the halves,
-            # chosen at trace time, each LayerNorm's kernel too.
-            weights = self._int8_feed_forward_weights(arrays, 2)
-            y = self._norm(self.attention_layer_norm, x, training)
-            return self._norm(self.output_layer_norm,
-                              self._int8_feed_forward_parts(y, weights), training)
-        fits = tf.shape(x)[0] <= limit
 
         def feed_forward(parts):
             weights = self._int8_feed_forward_weights(arrays, parts)  # once per branch
             return lambda t: self._int8_feed_forward_parts(t, weights)
+
+        if serving_graph.bound() is not None and serving_graph.bound() <= limit:
+            # A serving export's call of few tokens (`serving_graph.bounded`): the halves,
+            # chosen at trace time, each LayerNorm's kernel too.
+            y = self._norm(self.attention_layer_norm, x, training)
+            return self._norm(self.output_layer_norm, feed_forward(2)(y), training)
+        fits = tf.shape(x)[0] <= limit
 
         def many(y):
             return self._int8_feed_forward(y, batch, q_len, first_apart, feed_forward(1))
