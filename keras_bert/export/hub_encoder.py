@@ -99,7 +99,7 @@ def encoder_module(encoder, mlm_model=None, vocab_path=None, do_lower_case=None)
                           training=training)
         return modules.float32(_hub_outputs(outputs))
 
-    root.__call__ = tf.function(call)
+    root.__call__ = tf.function(call, autograph=False)
     for training in (False, True):
         root.__call__.get_concrete_function(specs, training=training)
     if vocab_path is not None:
@@ -136,14 +136,14 @@ def _mlm_module(encoder, model):
                                               inputs["masked_lm_positions"], training=training)
         return modules.float32(result)
 
-    mlm.__call__ = tf.function(call)
+    mlm.__call__ = tf.function(call, autograph=False)
     for training in (False, True):
         mlm.__call__.get_concrete_function(specs, training=training)
     return mlm
 
 
 def _serving_function(root):
-    @tf.function(input_signature=[modules.packed_specs()])
+    @tf.function(input_signature=[modules.packed_specs()], autograph=False)
     def serving_default(inputs):
         return modules.flat(root.__call__(inputs, training=False))
 

@@ -74,7 +74,7 @@ def export_preprocessor(preprocessor, export_dir):
                                    beside=os.path.dirname(export_dir)) as vocab_path:
         root = preprocessor_module(tokenizer, packer, vocab_path)
 
-        @tf.function(input_signature=[TEXT_SPEC])
+        @tf.function(input_signature=[TEXT_SPEC], autograph=False)
         def serving_default(text):
             return root.__call__(text)
 
@@ -104,16 +104,16 @@ def preprocessor_module(tokenizer, packer, vocab_path=None):
         return root.bert_pack_inputs.__call__([root.tokenize.__call__(text)])
 
     root.tokenize = modules.Module()
-    root.tokenize.__call__ = tf.function(tokenize, input_signature=[TEXT_SPEC])
-    root.tokenize.get_special_tokens_dict = tf.function(special_tokens, input_signature=[])
+    root.tokenize.__call__ = tf.function(tokenize, input_signature=[TEXT_SPEC], autograph=False)
+    root.tokenize.get_special_tokens_dict = tf.function(special_tokens, input_signature=[], autograph=False)
     root.bert_pack_inputs = modules.Module()
-    root.bert_pack_inputs.__call__ = tf.function(pack)
+    root.bert_pack_inputs.__call__ = tf.function(pack, autograph=False)
     for count in range(1, MAX_SEGMENTS + 1):
         segments = [tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)] * count
         root.bert_pack_inputs.__call__.get_concrete_function(segments)
         root.bert_pack_inputs.__call__.get_concrete_function(
             segments, seq_length=tf.TensorSpec([], tf.int32, name="seq_length"))
-    root.__call__ = tf.function(call, input_signature=[TEXT_SPEC])
+    root.__call__ = tf.function(call, input_signature=[TEXT_SPEC], autograph=False)
     if vocab_path is not None:
         root.vocab_file = tf.saved_model.Asset(vocab_path)
     root.do_lower_case = tf.Variable(tokenizer.do_lower_case, trainable=False,

@@ -256,8 +256,8 @@ def _encoder_module(model, pairs, seq_length, vocabulary, do_lower_case):
 
 def _signatures(root, from_text, text_specs, from_ids, ids_specs):
     # (Attribute names other than `serve`, which the converter takes for a Keras export.)
-    root.text_signature = tf.function(from_text, input_signature=[text_specs])
-    root.ids_signature = tf.function(from_ids, input_signature=[ids_specs])
+    root.text_signature = tf.function(from_text, input_signature=[text_specs], autograph=False)
+    root.ids_signature = tf.function(from_ids, input_signature=[ids_specs], autograph=False)
     return {"serving_default": root.text_signature, "serving_ids": root.ids_signature}
 
 

@@ -334,7 +334,8 @@ class TextEmbedderServing(TaskServing):
         # object itself maps strings [batch] to vectors [batch, dim].
         serve = root.serving_default
         root.__call__ = tf.function(lambda text: serve({"text": text})["embeddings"],
-                                    input_signature=[tf.TensorSpec([None], tf.string)])
+                                    input_signature=[tf.TensorSpec([None], tf.string)],
+                                    autograph=False)
 
     def check_litert(self):
         if self.prompt:

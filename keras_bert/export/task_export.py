@@ -222,8 +222,8 @@ def serving_module(model, task, frozen=None):
     def from_ids(inputs):
         return modules.float32(task.outputs(inputs, call(inputs)))
 
-    root.serving_default = tf.function(from_text, input_signature=[task.text_specs()])
-    root.serving_ids = tf.function(from_ids, input_signature=[task.ids_specs()])
+    root.serving_default = tf.function(from_text, input_signature=[task.text_specs()], autograph=False)
+    root.serving_ids = tf.function(from_ids, input_signature=[task.ids_specs()], autograph=False)
     return root
 
 
@@ -251,7 +251,7 @@ def traced_forward(model, specs, frozen):
                        lambda: model(inputs, training=False))
 
     with serving_graph.building(constants=frozen):
-        return tf.function(run).get_concrete_function(specs)
+        return tf.function(run, autograph=False).get_concrete_function(specs)
 
 
 # The weights (bytes) that `serving_module` freezes into the graph by default: a SavedModel's

@@ -49,6 +49,10 @@ PACKED = "a dict of packed inputs (input_word_ids, input_mask, input_type_ids)"
 
 _PREPROCESS_CHUNK = 4096  # texts per call when predict() preprocesses in-memory inputs
 LENGTH_GROUP = 16  # batches per chunk sorted by length (fit with group_by_length)
+# The functions traced by tf.data maps and by _preprocess_now are plain TensorFlow (no Python
+# control flow on tensors): traced as written, without AutoGraph's conversion of their source,
+# which costs about a second per process.
+_plain = tf.autograph.experimental.do_not_convert
 
 
 def _counts_cut_texts(method, at_end=True):
@@ -238,9 +242,9 @@ class PipelineModel(keras.Model):
                 raise TaskInputError("A tf.data.Dataset given to a task model must be batched "
                                      "(dataset.batch(32)), as Keras requires.")
             cardinality = int(x.cardinality())
-            ds = x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = x.map(_plain(self._preprocess_element), num_parallel_calls=tf.data.AUTOTUNE)
             if trim:
-                ds = ds.map(self._trim, num_parallel_calls=tf.data.AUTOTUNE)
+                ds = ds.map(_plain(self._trim), num_parallel_calls=tf.data.AUTOTUNE)
             return ds.prefetch(tf.data.AUTOTUNE), cardinality if cardinality >= 0 else None
 
         texts = x
@@ -256,17 +260,18 @@ class PipelineModel(keras.Model):
             ds = ds.shuffle(max(n, 1), reshuffle_each_iteration=True)
         if shuffle and self.group_by_length:
             chunk = batch_size * LENGTH_GROUP
-            ds = ds.batch(chunk).map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
-            ds = ds.flat_map(lambda *e: batching.sorted_batches(e, batch_size))
+            ds = ds.batch(chunk).map(_plain(self._preprocess_element),
+                                     num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.flat_map(_plain(lambda *e: batching.sorted_batches(e, batch_size)))
             ds = ds.shuffle(2 * LENGTH_GROUP, reshuffle_each_iteration=True)
             steps = self.steps_per_epoch(n, batch_size)
             ds = ds.apply(tf.data.experimental.assert_cardinality(steps))
         else:
-            ds = ds.batch(batch_size).map(self._preprocess_element,
+            ds = ds.batch(batch_size).map(_plain(self._preprocess_element),
                                           num_parallel_calls=tf.data.AUTOTUNE)
             steps = self.steps_per_epoch(n, batch_size, shuffle=False)
         if trim:
-            ds = ds.map(self._trim, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(_plain(self._trim), num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE), steps
 
     def _preprocess_element(self, *element):
@@ -298,7 +303,8 @@ class PipelineModel(keras.Model):
             def run(*segments):
                 return self.preprocess_samples(batching.one_segment(segments))[0]
 
-            self._preprocess_functions[key] = tf.function(run, input_signature=signature)
+            self._preprocess_functions[key] = tf.function(run, input_signature=signature,
+                                                          autograph=False)
         fn = self._preprocess_functions[key]
         n = int(texts[0].shape[0])
         chunks = [fn(*(t[i:i + _PREPROCESS_CHUNK] for t in texts))
@@ -441,7 +447,7 @@ class PipelineModel(keras.Model):
         """Packed inputs (numpy) -> a dataset of ``batch_size`` batches, in order, each cut to
         its longest sequence rounded up to 8 (`keras_bert.text.packer.trim_padding`)."""
         ds = tf.data.Dataset.from_tensor_slices(packed).batch(batch_size)
-        return ds.map(lambda x: trim_padding(x)[0]).prefetch(tf.data.AUTOTUNE)
+        return ds.map(_plain(lambda x: trim_padding(x)[0])).prefetch(tf.data.AUTOTUNE)
 
     def _on_batch(self, x, y, sample_weight, method):
         raw, x = self._read_raw(x, method)
