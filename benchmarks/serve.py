@@ -76,6 +76,9 @@ flags.DEFINE_integer("load_rounds", 2, "Rounds of the load run (each with a vers
 flags.DEFINE_integer("load_grpc_clients", 4, "gRPC clients of the load run.")
 flags.DEFINE_integer("load_rest_clients", 4, "REST clients of the load run.")
 flags.DEFINE_integer("deadline_ms", 1000, "Deadline of each request of the load run.")
+flags.DEFINE_integer("read_timeout_ms", 5000, "The load run's server's "
+                     "--rest_api_read_timeout_in_ms (how long the stalled REST body of the "
+                     "hostile requests is waited for).")
 flags.DEFINE_integer("burst_requests", 96, "Requests sent at once in the load run's burst.")
 flags.DEFINE_integer("connections", 24, "REST clients connecting at once in the load run.")
 
@@ -306,7 +309,8 @@ def _load_server(path, base):
     _install(path, base, 1)
     return ServerProcess("--model_name=model", f"--model_base_path={base}", "--port=0",
                          f"--rest_api_port={_free_port()}",
-                         "--file_system_poll_wait_seconds=0.5")
+                         "--file_system_poll_wait_seconds=0.5",
+                         f"--rest_api_read_timeout_in_ms={FLAGS.read_timeout_ms}")
 
 
 def _load_run(server, path, base, texts):
@@ -316,7 +320,8 @@ def _load_run(server, path, base, texts):
 
     versions = [1]
     deadline = FLAGS.deadline_ms / 1000
-    found = {"rounds": [], "deadline_ms": FLAGS.deadline_ms}
+    found = {"rounds": [], "deadline_ms": FLAGS.deadline_ms,
+             "read_timeout_ms": FLAGS.read_timeout_ms}
     try:
         server.start(rest=True)
         found["cold_start_first_answer_s"] = _first_answers(server, texts, deadline)

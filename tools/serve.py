@@ -78,6 +78,9 @@ flags.DEFINE_integer("rest_api_num_threads", 0, "REST requests processed at once
                      "CPU).", lower_bound=0)
 flags.DEFINE_integer("rest_api_timeout_in_ms", 30000, "How long a REST request may wait for "
                      "its answer (0: no limit).", lower_bound=0)
+flags.DEFINE_integer("rest_api_read_timeout_in_ms", 5000, "How long a REST request that has "
+                     "begun may send nothing before it is answered 408 and its connection "
+                     "closed.", lower_bound=1)
 flags.DEFINE_bool("enable_model_warmup", True, "Warm each version up before it serves: the "
                   "requests of its assets.extra/tf_serving_warmup_requests, else one call per "
                   "signature.")
@@ -161,6 +164,7 @@ def main(argv):
             grpc_channel_arguments=parse_channel_arguments(FLAGS.grpc_channel_arguments),
             rest_api_num_threads=FLAGS.rest_api_num_threads or None,
             rest_api_timeout_in_ms=FLAGS.rest_api_timeout_in_ms,
+            rest_api_read_timeout_in_ms=FLAGS.rest_api_read_timeout_in_ms,
             num_request_threads=FLAGS.num_request_threads,
             max_enqueued_requests=FLAGS.max_enqueued_requests,
             enable_model_warmup=FLAGS.enable_model_warmup,

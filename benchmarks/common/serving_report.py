@@ -45,7 +45,9 @@ def checks(found):
 
 def print_load(found):
     """The load run's tables."""
-    print(f"Load run: default server flags, {found['deadline_ms']} ms deadlines, a version "
+    flags = ("default server flags" if found.get("read_timeout_ms", 5000) == 5000 else
+             f"default server flags but --rest_api_read_timeout_in_ms={found['read_timeout_ms']}")
+    print(f"Load run: {flags}, {found['deadline_ms']} ms deadlines, a version "
           "swap half-way through each round; memory: the server's RSS / PSS of it and its "
           "version processes, MB")
     print("| round | requests | failed | overload | p50 ms | p99 ms | longest gap s | "

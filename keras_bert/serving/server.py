@@ -23,6 +23,8 @@ class ModelServer:
         ``--grpc_channel_arguments``).
       rest_api_num_threads: REST requests processed at once (None: 4 per CPU).
       rest_api_timeout_in_ms: how long a REST request may wait for its answer.
+      rest_api_read_timeout_in_ms: how long a REST request that has begun may send nothing
+        before it is answered 408 and its connection closed.
       **options: how versions are served, the fields of
         `keras_bert.serving.servable.ServableOptions`: ``batching`` (`BatchingOptions`, or
         None), ``limits`` (`RequestLimits`), ``num_request_threads``,
@@ -62,7 +64,8 @@ class ModelServer:
 
     def __init__(self, models, grpc_port=8500, rest_api_port=None, host="127.0.0.1",
                  poll_wait_seconds=1.0, grpc_max_threads=32, grpc_channel_arguments=(),
-                 rest_api_num_threads=None, rest_api_timeout_in_ms=30000, **options):
+                 rest_api_num_threads=None, rest_api_timeout_in_ms=30000,
+                 rest_api_read_timeout_in_ms=5000, **options):
         self.manager = ModelManager(models, poll_wait_seconds=poll_wait_seconds, **options)
         self.host = host
         self._grpc_port_wanted = grpc_port
@@ -71,6 +74,10 @@ class ModelServer:
         self._grpc_channel_arguments = tuple(grpc_channel_arguments)
         self._rest_threads = rest_api_num_threads
         self._rest_timeout = rest_api_timeout_in_ms / 1000 if rest_api_timeout_in_ms else None
+        if not rest_api_read_timeout_in_ms or rest_api_read_timeout_in_ms <= 0:
+            raise ValueError("rest_api_read_timeout_in_ms must be a positive number of "
+                             f"milliseconds, got {rest_api_read_timeout_in_ms!r}")
+        self._rest_read_timeout = rest_api_read_timeout_in_ms / 1000
         self._grpc = self._rest = self._rest_thread = None
         self.grpc_port = self.rest_port = None
         self._stopped = threading.Event()
@@ -86,6 +93,7 @@ class ModelServer:
             if self._rest_port_wanted is not None:
                 self._rest = RestServer(self.manager, self.host, self._rest_port_wanted,
                                         timeout=self._rest_timeout,
+                                        read_timeout=self._rest_read_timeout,
                                         num_threads=self._rest_threads)
                 self.rest_port = self._rest.port
                 self._rest_thread = threading.Thread(

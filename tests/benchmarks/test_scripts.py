@@ -39,7 +39,7 @@ SMALL_RUNS = {
                     "--precisions=fp32", "--xla=off", "--peers=keras_hub,hf_torch"],
     "serve.py": ["--clients=2", "--requests=3", "--warmup=1", "--rounds=1", "--load_seconds=2",
                  "--load_rounds=1", "--load_grpc_clients=2", "--load_rest_clients=2",
-                 "--burst_requests=40", "--connections=8"],
+                 "--burst_requests=40", "--connections=8", "--read_timeout_ms=1000"],
     "serve_cpu.py": ["--model=tiny", "--seq_length=16", "--data=wikipedia", "--max_texts=8",
                      "--latency_texts=2", "--rounds=1",
                      "--contenders=keras_bert_fp32,keras_bert_fp32_session,litert_int8,ort_int8"],

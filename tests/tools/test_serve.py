@@ -41,7 +41,8 @@ def model_root(serving_models, tmp_path_factory):
 def test_serves_several_models_over_grpc_and_rest(model_root, serving_models):
     server = ServerProcess(f"--model_config_file={model_root / 'models.config'}", "--port=0",
                            f"--rest_api_port={free_port()}", "--enable_batching",
-                           "--max_batch_size=8", "--batch_timeout_micros=1000").start(rest=True)
+                           "--max_batch_size=8", "--batch_timeout_micros=1000",
+                           "--rest_api_read_timeout_in_ms=300").start(rest=True)
     try:
         assert server.grpc_address.startswith("127.0.0.1:")
         assert server.rest_url.startswith("http://127.0.0.1:")
@@ -61,6 +62,17 @@ def test_serves_several_models_over_grpc_and_rest(model_root, serving_models):
         status, answer = http(f"{server.rest_url}/v1/models/sentiment:predict",
                               {"instances": ["a"] * 9})
         assert status == 400 and "maximum input batch size 8" in answer["error"]
+        # A body shorter than its Content-Length: 408 once it has sent nothing for 0.3 s.
+        host, port = server.rest_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=60) as stalled:
+            stalled.sendall(b"POST /v1/models/topics:predict HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Length: 1000\r\n\r\n{\"instances\": [")
+            reply = b""
+            while chunk := stalled.recv(4096):  # until the server closes the connection
+                reply += chunk
+            reply = reply.decode()
+        assert reply.startswith("HTTP/1.1 408"), reply
+        assert "the request sent nothing for 0.3 s" in reply, reply
     finally:
         code, out, err = server.stop()
     assert code == 0, err
