@@ -47,24 +47,50 @@ def minilm_path():
     return minilm_dir()
 
 
+def built_once(tmp_path_factory, name, build):
+    """``build(directory)`` run once for the whole test run, by whichever `make test` worker
+    (pytest-xdist) asks first, the others waiting for it; each gets its result (pickled beside
+    the files). For read-only fixtures that cost seconds to build: the workers share the
+    run's base temporary directory (``pytest-N``, the parent of each worker's own)."""
+    import fcntl
+    import pickle
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    directory, result = base / f"built_once_{name}", base / f"built_once_{name}.pickle"
+    with open(base / f"built_once_{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if not result.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir()
+            partial = result.with_suffix(".partial")
+            partial.write_bytes(pickle.dumps(build(directory)))
+            partial.rename(result)
+        return pickle.loads(result.read_bytes())
+
+
 @pytest.fixture(scope="session")
 def litert_version(tmp_path_factory):
     """A version directory holding a tiny classifier's serving SavedModel and its LiteRT
-    model (``model.tflite``), for the server's LiteRT tests: (version dir, .tflite path)."""
+    model (``model.tflite``), for the server's LiteRT tests: (version dir, .tflite path).
+    Read-only: tests copy it to serve it."""
     from tests.dependencies import require
     from tests.export.serving_models import write_litert_version
 
     require("ai_edge_litert")
-    return write_litert_version(tmp_path_factory.mktemp("litert_version"))
+    return built_once(tmp_path_factory, "litert_version", write_litert_version)
 
 
 @pytest.fixture(scope="session")
 def serving_models(tmp_path_factory):
     """Serving SavedModels of tiny BertClassifiers with their preprocessor (the server tests'
-    models, see tests/export/serving_models.py): name -> (path, expected outputs)."""
+    models, see tests/export/serving_models.py): name -> (path, expected outputs). Read-only:
+    tests copy them to serve them."""
     from tests.export.serving_models import write_test_models
 
-    return write_test_models(tmp_path_factory.mktemp("serving_models"))
+    return built_once(tmp_path_factory, "serving_models", write_test_models)
 
 
 # Seconds each of the heaviest test files takes (setup, call and teardown of all its tests,
