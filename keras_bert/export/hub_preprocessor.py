@@ -105,7 +105,8 @@ def preprocessor_module(tokenizer, packer, vocab_path=None):
 
     root.tokenize = modules.Module()
     root.tokenize.__call__ = tf.function(tokenize, input_signature=[TEXT_SPEC], autograph=False)
-    root.tokenize.get_special_tokens_dict = tf.function(special_tokens, input_signature=[], autograph=False)
+    root.tokenize.get_special_tokens_dict = tf.function(special_tokens, input_signature=[],
+                                                        autograph=False)
     root.bert_pack_inputs = modules.Module()
     root.bert_pack_inputs.__call__ = tf.function(pack, autograph=False)
     for count in range(1, MAX_SEGMENTS + 1):

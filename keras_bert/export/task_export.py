@@ -222,7 +222,8 @@ def serving_module(model, task, frozen=None):
     def from_ids(inputs):
         return modules.float32(task.outputs(inputs, call(inputs)))
 
-    root.serving_default = tf.function(from_text, input_signature=[task.text_specs()], autograph=False)
+    root.serving_default = tf.function(from_text, input_signature=[task.text_specs()],
+                                       autograph=False)
     root.serving_ids = tf.function(from_ids, input_signature=[task.ids_specs()], autograph=False)
     return root
 
