@@ -45,7 +45,8 @@ def package_index(tmp_path, monkeypatch):
 
         httpd = http.server.ThreadingHTTPServer(
             ("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                  daemon=True)
         thread.start()
         servers.append((httpd, thread))
         monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)

@@ -4,8 +4,6 @@ by SIGTERM; start-up errors are one line naming the file, line, path or port."""
 
 import re
 import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from tests.serving.clients import (
     outputs,
     texts,
 )
+from tests import tool_runs
 from tests.export.serving_models import SENTENCES, install_version
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -84,11 +83,6 @@ def test_serves_several_models_over_grpc_and_rest(model_root, serving_models):
     assert "Traceback" not in err
 
 
-def _fails(*flags):
-    return subprocess.Popen([sys.executable, str(REPO / "tools" / "serve.py"), *flags],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def test_startup_errors_name_the_problem(model_root, tmp_path):
     bad_config = tmp_path / "bad.config"
     bad_config.write_text(
@@ -122,14 +116,14 @@ def test_startup_errors_name_the_problem(model_root, tmp_path):
             r"name=value"),
     }
     try:
-        running = {name: _fails(*flags) for name, (flags, _) in cases.items()}
-        for name, process in running.items():
-            try:
-                out, err = process.communicate(timeout=300)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                pytest.fail(f"{name}: serve.py did not exit")
-            assert process.returncode == 1, (name, out, err)  # absl's flag errors too
+        # The command lines in one process (tests.tool_runs.run_cases): each case's exit
+        # status and stderr as its own process would give them; the other tests here start
+        # serve.py in processes of their own.
+        _, results = tool_runs.run_cases("tools/serve.py",
+                                         [flags for flags, _ in cases.values()], timeout=300)
+        for name, result in zip(cases, results):
+            err = result.stderr
+            assert result.returncode == 1, (name, result.stdout, err)  # absl's flag errors too
             assert re.search(cases[name][1], err), (name, err)
             assert "Traceback" not in err, (name, err)
     finally:
@@ -162,9 +156,9 @@ def test_serves_a_litert_model_with_prefer_tflite_model(litert_version, tmp_path
     assert re.search(r"Serving model 'sentiment' version\(s\) \[1\] from .*sentiment "
                      r"\(model\.tflite\)", out), out
     assert re.search(r"serving version 1 from .*sentiment/1/model\.tflite", out), out
-    process = _fails(f"--model_base_path={tmp_path / 'lite'}", "--port=0")
-    out, err = process.communicate(timeout=300)
-    assert process.returncode == 1, (out, err)
+    failed = tool_runs.run("tools/serve.py", f"--model_base_path={tmp_path / 'lite'}", "--port=0")
+    out, err = failed.stdout, failed.stderr
+    assert failed.returncode == 1, (out, err)
     assert re.search(r"serve\.py: model 'default': version 1 at .*lite/1 does not load: "
                      r"FileNotFoundError: .*lite/1 holds only model\.tflite \(a LiteRT "
                      r"model\) and no saved_model\.pb: serve it with --prefer_tflite_model",
