@@ -77,38 +77,56 @@ def _assert_flag_error(result, message):
     assert "Traceback" not in result.stderr
 
 
-def test_flag_errors(files, tmp_path):
+@pytest.fixture(scope="module")
+def errors(files, tmp_path_factory):
+    """The command lines that must fail, in one process: (their directory, results by name)."""
     path, _ = files
+    tmp_path = tmp_path_factory.mktemp("errors")
     (tmp_path / "full" / "1").mkdir(parents=True)
     (tmp_path / "full" / "1" / "saved_model.pb").write_bytes(b"")
-    pairs = [(["--pairs"], "--pairs"),
-             (["--task=multiple_choice", "--num_choices=2"], "--task=multiple_choice")]
-    missing, full, unversioned, *too_short = _tool_cases(
-        [f"--model_file={tmp_path / 'none.keras'}", f"--export_dir={tmp_path / 'm' / '1'}"],
-        [f"--model_file={path / 'classifier.keras'}", f"--export_dir={tmp_path / 'full' / '1'}"],
-        [f"--model_file={path / 'classifier.keras'}", f"--export_dir={tmp_path / 'sentiment'}"],
-        *[["--preset=tiny", "--kind=serving", "--task=classification", "--num_classes=2",
-           *flags, "--seq_length=4", f"--export_dir={tmp_path / 'pairs' / '1'}"]
-          for flags, _ in pairs])
-    _assert_flag_error(missing, f"flag --model_file={tmp_path / 'none.keras'}: no such file")
-    _assert_flag_error(full, "already exists and is not empty; an export never overwrites one")
-    _assert_flag_error(unversioned, "TF Serving loads a model from numbered version directories")
-    for result, (_, what) in zip(too_short, pairs, strict=True):
-        _assert_flag_error(result,
+    cases = {
+        "missing": [f"--model_file={tmp_path / 'none.keras'}",
+                    f"--export_dir={tmp_path / 'm' / '1'}"],
+        "full": [f"--model_file={path / 'classifier.keras'}",
+                 f"--export_dir={tmp_path / 'full' / '1'}"],
+        "unversioned": [f"--model_file={path / 'classifier.keras'}",
+                        f"--export_dir={tmp_path / 'sentiment'}"],
+        "wrong kind": [f"--model_file={path / 'encoder.keras'}", "--kind=serving",
+                       f"--export_dir={tmp_path / 'wrong' / '1'}"],
+    }
+    for flags, what in PAIRS:
+        cases[what] = ["--preset=tiny", "--kind=serving", "--task=classification",
+                       "--num_classes=2", *flags, "--seq_length=4",
+                       f"--export_dir={tmp_path / 'pairs' / '1'}"]
+    return tmp_path, dict(zip(cases, _tool_cases(*cases.values())))
+
+
+PAIRS = [(["--pairs"], "--pairs"),
+         (["--task=multiple_choice", "--num_choices=2"], "--task=multiple_choice")]
+
+
+def test_flag_errors(errors):
+    tmp_path, results = errors
+    _assert_flag_error(results["missing"],
+                       f"flag --model_file={tmp_path / 'none.keras'}: no such file")
+    _assert_flag_error(results["full"],
+                       "already exists and is not empty; an export never overwrites one")
+    _assert_flag_error(results["unversioned"],
+                       "TF Serving loads a model from numbered version directories")
+    for _, what in PAIRS:
+        _assert_flag_error(results[what],
                            f"--seq_length=4 is too short for {what}, which packs text pairs: "
                            "[CLS] a [SEP] b [SEP] needs at least 5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 
-def test_a_model_of_the_wrong_kind(files, tmp_path):
+def test_a_model_of_the_wrong_kind(files, errors):
     path, _ = files
-    result = _tool(f"--model_file={path / 'encoder.keras'}", "--kind=serving",
-                   f"--export_dir={tmp_path / 'm' / '1'}")
+    result = errors[1]["wrong kind"]
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.strip().splitlines()[-1] == (
         f"export_saved_model.py: --kind=serving exports a keras_bert task model; "
         f"{path / 'encoder.keras'} holds a BertEncoder.")
-    assert not (tmp_path / "m").exists()
 
 
 def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_path):
