@@ -91,12 +91,22 @@ def parse(argv):
     return args
 
 
-for argv in cases:
+def within(context, body):
+    # Runs body() inside the context manager the expression `context` makes (None: as is).
+    if context is None:
+        return body()
+    with eval(context):
+        return body()
+
+
+for case in cases:
+    argv, context = case["argv"], case["context"]
     flags.FLAGS.unparse_flags()
     warnings._filters_mutated()  # Python warnings already shown are shown again
     warnings.onceregistry.clear()
     sys.argv = [script] + argv
-    results.append(captured(lambda: app.run(tool.main, argv=[script] + argv, flags_parser=parse)))
+    results.append(captured(lambda: within(context, lambda: app.run(
+        tool.main, argv=[script] + argv, flags_parser=parse))))
 
 with open(results_path, "w") as f:
     json.dump(results, f)
@@ -120,8 +130,15 @@ def run_cases(script, cases, timeout=600, env=None, cwd=REPO):
     in order. Returns ``(startup, results)``: CompletedProcess objects, ``startup`` for the
     import of the script (its returncode is 0 when the import went through), one result per
     case (returncode, stdout, stderr of that command line). The process itself failing (not a
-    case) fails the test with its stderr."""
-    cases = [[str(flag) for flag in case] for case in cases]
+    case) fails the test with its stderr.
+
+    A case may also be ``(flags, context)``: ``context`` is a Python expression of a context
+    manager that command line runs inside, e.g.
+    ``"__import__('tensorflow_datasets').testing.mock_data(num_examples=12)"``."""
+    cases = [case if isinstance(case, tuple) and len(case) == 2 and isinstance(case[0], list)
+             else (list(case), None) for case in cases]
+    cases = [{"argv": [str(flag) for flag in flags], "context": context}
+             for flags, context in cases]
     with tempfile.TemporaryDirectory() as scratch:
         cases_path = os.path.join(scratch, "cases.json")
         results_path = os.path.join(scratch, "results.json")
@@ -136,6 +153,7 @@ def run_cases(script, cases, timeout=600, env=None, cwd=REPO):
         with open(results_path) as f:
             results = json.load(f)
     startup, *runs = [subprocess.CompletedProcess([script, *case], code, out, err)
-                      for case, (code, out, err) in zip([[]] + cases, results)]
+                      for case, (code, out, err) in zip([[]] + [c["argv"] for c in cases],
+                                                        results)]
     assert startup.returncode == 0, f"importing {script} failed:\n{startup.stderr[-4000:]}"
     return startup, runs

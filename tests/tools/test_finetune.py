@@ -4,7 +4,8 @@
 The command lines of the files' runs and of the bad-data errors run in one fresh process
 (`tests.tool_runs.run_cases`: one Python and TensorFlow start-up for all of them, each with
 its own exit status, stdout and stderr), once for the module (the `runs` fixture); each test
-checks its own. The TFDS run and the flag errors run the tool in processes of their own.
+checks its own; the TFDS run is one of them, inside `tfds.testing.mock_data`. The flag
+errors run the tool in processes of their own.
 """
 
 import json
@@ -22,14 +23,9 @@ from tiny import NEGATIVE, POSITIVE, VOCAB, tiny_encoder  # noqa: E402
 
 from tests import tool_runs  # noqa: E402
 
-# Runs the tool inside tfds.testing.mock_data (tfds.load of a real set hangs offline).
-_MOCKED = """
-import runpy, sys
-import tensorflow_datasets as tfds
-sys.argv = sys.argv[1:]
-with tfds.testing.mock_data(num_examples=12):
-    runpy.run_path(sys.argv[0], run_name="__main__")
-"""
+# The TFDS run's command line runs inside tfds.testing.mock_data (tfds.load of a real set
+# hangs offline).
+MOCKED_TFDS = "__import__('tensorflow_datasets').testing.mock_data(num_examples=12)"
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +47,8 @@ def preset(tmp_path_factory):
 COMMON_FLAGS = ("--seq_length=16", "--epochs=1")
 
 
-def _tool(*flags, mocked=False):
-    command = [sys.executable] + (["-c", _MOCKED] if mocked else []) + [
-        str(REPO / "tools" / "finetune.py"), *COMMON_FLAGS, *flags]
+def _tool(*flags):
+    command = [sys.executable, str(REPO / "tools" / "finetune.py"), *COMMON_FLAGS, *flags]
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
@@ -82,6 +77,12 @@ def runs(preset, tmp_path_factory):
         names.append(name)
         dirs.append(d)
         argvs.append([*COMMON_FLAGS, f"--preset={preset}", *make_flags(preset, d)])
+    # The TFDS run, inside tfds.testing.mock_data (tfds.load of a real set hangs offline).
+    d = tmp_path_factory.mktemp("run")
+    names.append("tfds")
+    dirs.append(d)
+    argvs.append(([*COMMON_FLAGS, f"--preset={preset}", "--tfds_name=glue/mrpc",
+                   f"--model_dir={d}"], MOCKED_TFDS))
     _, results = tool_runs.run_cases("tools/finetune.py", argvs, timeout=1800)
     return {name: (result, d) for name, result, d in zip(names, results, dirs)}
 
@@ -270,9 +271,8 @@ def test_embedding_on_triples_of_a_sentence_transformers_model(runs):
     assert loaded.predict(["a cat"], verbose=0).shape == (1, 8)
 
 
-def test_tfds_set_through_mock_data(preset, tmp_path):
-    result = _tool(f"--preset={preset}", "--tfds_name=glue/mrpc", f"--model_dir={tmp_path}",
-                   mocked=True)
+def test_tfds_set_through_mock_data(runs):
+    result, tmp_path = runs["tfds"]
     assert result.returncode == 0, result.stderr[-3000:]
     assert "12 training examples, 12 validation, 12 test" in result.stdout
     metrics = json.loads((tmp_path / "metrics.json").read_text())
