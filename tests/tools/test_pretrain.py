@@ -109,13 +109,19 @@ def test_phase_two_continues_from_phase_one_at_a_longer_length(data, phase_one, 
 
 
 def test_mirrored_over_two_cpu_devices_matches_one_device(data, tmp_path):
+    # The two runs at once, each in its own process (they share no files).
+    started = {name: subprocess.Popen(
+        cases.tool_command(*cases.small_flags(data["config_no_dropout"], tmp_path / name),
+                           f"--input_file={data['records']}", *flags),
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, flags in (("one", ["--strategy=one_device"]),
+                            ("two", ["--strategy=mirrored", "--num_cpu_devices=2"]))}
     runs = {}
-    for name, flags in (("one", ["--strategy=one_device"]),
-                        ("two", ["--strategy=mirrored", "--num_cpu_devices=2"])):
-        result = cases.run_tool(*cases.small_flags(data["config_no_dropout"], tmp_path / name),
-                                f"--input_file={data['records']}", *flags)
+    for name, process in started.items():
+        out, err = process.communicate(timeout=cases.TOOL_TIMEOUT + 30)
+        runs[name] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    for result in runs.values():
         assert result.returncode == 0, result.stderr[-3000:]
-        runs[name] = result
     assert "MirroredStrategy (2 replica(s))" in runs["two"].stdout
     assert "OneDeviceStrategy (1 replica(s))" in runs["one"].stdout
     one, two = _progress(tmp_path / "one"), _progress(tmp_path / "two")
