@@ -49,9 +49,10 @@ PACKED = "a dict of packed inputs (input_word_ids, input_mask, input_type_ids)"
 
 _PREPROCESS_CHUNK = 4096  # texts per call when predict() preprocesses in-memory inputs
 LENGTH_GROUP = 16  # batches per chunk sorted by length (fit with group_by_length)
-# The functions traced by tf.data maps and by _preprocess_now are plain TensorFlow (no Python
-# control flow on tensors): traced as written, without AutoGraph's conversion of their source,
-# which costs about a second per process.
+# The functions tf.data maps trace (`_preprocess_element`, `_trim`, the lambdas below) and
+# `_preprocess_now`'s are plain TensorFlow (no Python control flow on tensors): traced as
+# written, without AutoGraph's conversion of their source, which costs about a second per
+# process.
 _plain = tf.autograph.experimental.do_not_convert
 
 
@@ -242,9 +243,9 @@ class PipelineModel(keras.Model):
                 raise TaskInputError("A tf.data.Dataset given to a task model must be batched "
                                      "(dataset.batch(32)), as Keras requires.")
             cardinality = int(x.cardinality())
-            ds = x.map(_plain(self._preprocess_element), num_parallel_calls=tf.data.AUTOTUNE)
+            ds = x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
             if trim:
-                ds = ds.map(_plain(self._trim), num_parallel_calls=tf.data.AUTOTUNE)
+                ds = ds.map(self._trim, num_parallel_calls=tf.data.AUTOTUNE)
             return ds.prefetch(tf.data.AUTOTUNE), cardinality if cardinality >= 0 else None
 
         texts = x
@@ -260,20 +261,20 @@ class PipelineModel(keras.Model):
             ds = ds.shuffle(max(n, 1), reshuffle_each_iteration=True)
         if shuffle and self.group_by_length:
             chunk = batch_size * LENGTH_GROUP
-            ds = ds.batch(chunk).map(_plain(self._preprocess_element),
-                                     num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.batch(chunk).map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
             ds = ds.flat_map(_plain(lambda *e: batching.sorted_batches(e, batch_size)))
             ds = ds.shuffle(2 * LENGTH_GROUP, reshuffle_each_iteration=True)
             steps = self.steps_per_epoch(n, batch_size)
             ds = ds.apply(tf.data.experimental.assert_cardinality(steps))
         else:
-            ds = ds.batch(batch_size).map(_plain(self._preprocess_element),
+            ds = ds.batch(batch_size).map(self._preprocess_element,
                                           num_parallel_calls=tf.data.AUTOTUNE)
             steps = self.steps_per_epoch(n, batch_size, shuffle=False)
         if trim:
-            ds = ds.map(_plain(self._trim), num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(self._trim, num_parallel_calls=tf.data.AUTOTUNE)
         return ds.prefetch(tf.data.AUTOTUNE), steps
 
+    @_plain
     def _preprocess_element(self, *element):
         """A batched dataset element of raw text -> the packed element (x, y, sample_weight)."""
         x, y, sample_weight = batching.unpack_element(element[0] if len(element) == 1 else element)
@@ -282,6 +283,7 @@ class PipelineModel(keras.Model):
             y = self.check_labels_in_graph(y)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
+    @_plain
     def _trim(self, *element):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
             element[0] if len(element) == 1 else element)

@@ -127,6 +127,7 @@ def test_a_model_of_the_wrong_kind(files, errors):
     assert result.stderr.strip().splitlines()[-1] == (
         f"export_saved_model.py: --kind=serving exports a keras_bert task model; "
         f"{path / 'encoder.keras'} holds a BertEncoder.")
+    assert not (errors[0] / "wrong").exists()
 
 
 def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_path):

@@ -77,7 +77,7 @@ def runs(preset, tmp_path_factory):
         names.append(name)
         dirs.append(d)
         argvs.append([*COMMON_FLAGS, f"--preset={preset}", *make_flags(preset, d)])
-    # The TFDS run, inside tfds.testing.mock_data (tfds.load of a real set hangs offline).
+    # The TFDS run, inside MOCKED_TFDS.
     d = tmp_path_factory.mktemp("run")
     names.append("tfds")
     dirs.append(d)
