@@ -66,6 +66,10 @@ class ModelServer:
                  poll_wait_seconds=1.0, grpc_max_threads=32, grpc_channel_arguments=(),
                  rest_api_num_threads=None, rest_api_timeout_in_ms=30000,
                  rest_api_read_timeout_in_ms=5000, **options):
+        timeout = rest_api_read_timeout_in_ms
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError("rest_api_read_timeout_in_ms must be a positive number of "
+                             f"milliseconds, got {timeout!r}")
         self.manager = ModelManager(models, poll_wait_seconds=poll_wait_seconds, **options)
         self.host = host
         self._grpc_port_wanted = grpc_port
@@ -74,9 +78,6 @@ class ModelServer:
         self._grpc_channel_arguments = tuple(grpc_channel_arguments)
         self._rest_threads = rest_api_num_threads
         self._rest_timeout = rest_api_timeout_in_ms / 1000 if rest_api_timeout_in_ms else None
-        if not rest_api_read_timeout_in_ms or rest_api_read_timeout_in_ms <= 0:
-            raise ValueError("rest_api_read_timeout_in_ms must be a positive number of "
-                             f"milliseconds, got {rest_api_read_timeout_in_ms!r}")
         self._rest_read_timeout = rest_api_read_timeout_in_ms / 1000
         self._grpc = self._rest = self._rest_thread = None
         self.grpc_port = self.rest_port = None

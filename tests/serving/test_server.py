@@ -34,3 +34,12 @@ def test_a_missing_model_is_named_at_start_and_nothing_keeps_listening(tmp_path)
     with pytest.raises(ServerConfigError, match="gone"):
         server.start()
     assert server.wait(timeout=0)  # stop() ran
+
+
+@pytest.mark.parametrize("timeout", [0, -5, None, "5000", True])
+def test_a_read_timeout_that_is_not_positive_is_refused_before_anything_starts(tmp_path,
+                                                                               timeout):
+    with pytest.raises(ValueError, match=r"rest_api_read_timeout_in_ms must be a positive "
+                                         r"number of milliseconds, got "):
+        ModelServer([ModelConfig("doubler", str(tmp_path / "doubler"))], grpc_port=0,
+                    rest_api_port=0, rest_api_read_timeout_in_ms=timeout)

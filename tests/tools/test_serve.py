@@ -109,6 +109,10 @@ def test_startup_errors_name_the_problem(model_root, tmp_path):
         "a token budget without batching": (
             [f"--model_base_path={model_root / 'topics'}", "--max_batch_tokens=4096"],
             r"--max_batch_tokens need --enable_batching"),
+        "a read timeout of 0": (
+            [f"--model_base_path={model_root / 'topics'}", "--rest_api_read_timeout_in_ms=0"],
+            r"FATAL Flags parsing error: flag --rest_api_read_timeout_in_ms=0: 0 is not a "
+            r"positive integer"),
         "bad gRPC channel arguments": (
             [f"--model_base_path={model_root / 'topics'}", "--port=0",
              "--grpc_channel_arguments=grpc.max_connection_age_ms"],
