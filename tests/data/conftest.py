@@ -7,12 +7,12 @@ import http.server
 import os
 import shutil
 import sys
-import threading
 import types
 
 import pytest
 
 from keras_bert.text import BertTokenizer
+from tests.local_http import LocalHTTPServer
 
 
 @pytest.fixture
@@ -43,23 +43,17 @@ def package_index(tmp_path, monkeypatch):
             def log_message(self, *args):
                 pass
 
-        httpd = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
-        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                  daemon=True)
-        thread.start()
-        servers.append((httpd, thread))
+        server = LocalHTTPServer(functools.partial(Handler, directory=str(root)))
+        servers.append(server)
         monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
         for variable in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
                          "PIP_NO_INDEX"):
             monkeypatch.delenv(variable, raising=False)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/simple", requests
+        return f"{server.url}/simple", requests
 
     yield start
-    for httpd, thread in servers:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    for server in servers:
+        server.close()
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from keras_bert import BertConfig
 from keras_bert.checkpoints import google
 from keras_bert.checkpoints.common import encoder_shapes, head_shapes
 from keras_bert.presets import PresetSpec
+from tests.local_http import LocalHTTPServer
 
 TINY = dict(vocab_size=30522, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
             intermediate_size=16, max_position_embeddings=32, hidden_act="gelu_tanh")
@@ -88,14 +89,9 @@ class Server:
             def log_message(self, *args):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        # (polls for shutdown every 50 ms: close() returns at once, not after up to 0.5 s)
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.http = LocalHTTPServer(Handler)
+        self.url = self.http.url
 
     def close(self):
         self.closing.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.http.close()

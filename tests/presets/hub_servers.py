@@ -14,10 +14,11 @@ import hashlib
 import http.server
 import json
 import pathlib
-import threading
 import urllib.parse
 
 import numpy as np
+
+from tests.local_http import LocalHTTPServer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "great", "dull",
          "a", "plot", "##s", "good"] + [f"w{i}" for i in range(18)]
@@ -60,17 +61,11 @@ class StandIn:
             def log_message(self, *args):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        # (polls for shutdown every 50 ms: close() returns at once, not after up to 0.5 s)
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.http = LocalHTTPServer(Handler)
+        self.port, self.url = self.http.port, self.http.url
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.http.close()
 
 
 def _json(status, values):
