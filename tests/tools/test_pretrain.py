@@ -109,17 +109,13 @@ def test_phase_two_continues_from_phase_one_at_a_longer_length(data, phase_one, 
 
 
 def test_mirrored_over_two_cpu_devices_matches_one_device(data, tmp_path):
-    # The two runs at once, each in its own process (they share no files).
-    started = {name: subprocess.Popen(
-        cases.tool_command(*cases.small_flags(data["config_no_dropout"], tmp_path / name),
-                           f"--input_file={data['records']}", *flags),
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for name, flags in (("one", ["--strategy=one_device"]),
-                            ("two", ["--strategy=mirrored", "--num_cpu_devices=2"]))}
-    runs = {}
-    for name, process in started.items():
-        out, err = process.communicate(timeout=cases.TOOL_TIMEOUT + 30)
-        runs[name] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    # The two runs at once (they share no files).
+    strategies = {"one": ["--strategy=one_device"],
+                  "two": ["--strategy=mirrored", "--num_cpu_devices=2"]}
+    runs = dict(zip(strategies, cases.run_tools_at_once(*[(
+        [*cases.small_flags(data["config_no_dropout"], tmp_path / name),
+         f"--input_file={data['records']}", *flags], None)
+        for name, flags in strategies.items()])))
     for result in runs.values():
         assert result.returncode == 0, result.stderr[-3000:]
     assert "MirroredStrategy (2 replica(s))" in runs["two"].stdout
@@ -150,24 +146,19 @@ def test_two_workers_multi_worker_mirrored_finish_and_agree(data, tmp_path):
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     flags = cases.small_flags(data["config"], tmp_path / "run") + [
         f"--input_file={data['records']}", "--strategy=multi_worker_mirrored"]
-    workers = []
-    for index in range(2):
-        env = dict(os.environ, TF_CONFIG=json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        workers.append(subprocess.Popen(cases.tool_command(*flags), cwd=REPO, env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True))
-    outputs = [w.communicate(timeout=cases.TOOL_TIMEOUT + 30) for w in workers]
-    for worker, (out, err) in zip(workers, outputs):
-        assert worker.returncode == 0, err[-3000:]
-        assert "MultiWorkerMirroredStrategy (2 replica(s))" in out
+    workers = cases.run_tools_at_once(*[(flags, {"TF_CONFIG": json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": index}})})
+        for index in range(2)])
+    for worker in workers:
+        assert worker.returncode == 0, worker.stderr[-3000:]
+        assert "MultiWorkerMirroredStrategy (2 replica(s))" in worker.stdout
 
     def final(out):
         return {line.split(":")[0].strip(): line.split(":")[1].strip()
                 for line in out.splitlines() if line.startswith("  last_loop.")}
 
-    assert final(outputs[0][0]) and final(outputs[0][0])["last_loop.loss"] == final(
-        outputs[1][0])["last_loop.loss"]
+    assert final(workers[0].stdout) and final(workers[0].stdout)["last_loop.loss"] == final(
+        workers[1].stdout)["last_loop.loss"]
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())[
         "total_train_steps"] == 6
     assert not (tmp_path / "run" / "workers").exists()  # worker 1's scratch checkpoints

@@ -86,6 +86,21 @@ def run_tool(*flags, env=None):
                           timeout=TOOL_TIMEOUT + 30, env=dict(os.environ, **(env or {})))
 
 
+def run_tools_at_once(*runs):
+    """tools/pretrain.py once per ``(flags, env)`` of ``runs`` (``env``: variables added to
+    this process's, or None), all started at once, each in its own process and bounded as
+    `run_tool`: their CompletedProcess objects, in order."""
+    processes = [subprocess.Popen(tool_command(*flags), cwd=REPO, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **(env or {})))
+                 for flags, env in runs]
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=TOOL_TIMEOUT + 30)
+        results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    return results
+
+
 def small_flags(config, model_dir, steps=6, **extra):
     """Flags of a short run at the tiny size."""
     flags = {"bert_config_file": config, "vocab_file": vocab_file(), "max_seq_length": SEQ,
