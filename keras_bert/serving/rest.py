@@ -12,11 +12,11 @@ The framing is h11's (the HTTP/1.1 state machine under httpcore and uvicorn), no
 Content-Length and chunked bodies are parsed strictly, and a request whose framing is wrong
 (conflicting Content-Lengths, both Content-Length and Transfer-Encoding, a transfer coding
 other than chunked, a bad chunk size) is answered 400, a request line and headers over
-16 KiB 431, and its connection closed, so what follows it can never be read as a second request. A body over
-``--max_request_bytes`` is answered 413 before it is read (a declared Content-Length) or as
-soon as it passes the limit (chunked); a request that stalls (no byte for `read_timeout`
-seconds once it has begun) is answered 408 and closed; an idle keep-alive connection is
-closed after `idle_timeout` seconds. Each connection has a thread; at most
+16 KiB 431, and its connection closed, so what follows it can never be read as a second
+request. A body over ``--max_request_bytes`` is answered 413 before it is read (a declared
+Content-Length) or as soon as it passes the limit (chunked); a request that stalls (no byte
+for `read_timeout` seconds once it has begun) is answered 408 and closed; an idle keep-alive
+connection is closed after `idle_timeout` seconds. Each connection has a thread; at most
 ``--rest_api_num_threads`` requests are processed at once (the others wait for a turn within
 their ``--rest_api_timeout_in_ms``). The listen backlog takes bursts of connections
 (`BACKLOG`). A predict request whose client closes its connection is dropped before it runs.
@@ -43,6 +43,22 @@ SERVER_NAME = b"keras_bert-model-server"
 BACKLOG = 1024  # connections the kernel queues before they are accepted
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers
 MAX_CONNECTIONS = 1024
+
+
+def positive_number(name, value, unit, none_means=None, whole=False):
+    """``value`` when it is a positive finite number (a bool is not one; with ``whole``, a
+    positive int), or when it is None and ``none_means`` says what None does; else a
+    ValueError naming ``name``, raised before anything is made (a negative wait would refuse
+    every request, a zero one never wait)."""
+    if value is None and none_means:
+        return value
+    kinds = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) \
+            or not 0 < value < float("inf"):
+        kind = "positive whole" if whole else "positive"
+        also = f" or None ({none_means})" if none_means else ""
+        raise ValueError(f"{name} must be a {kind} number of {unit}{also}, got {value!r}")
+    return value
 
 
 def _target(match):
@@ -103,9 +119,10 @@ class RestServer:
         import os
 
         self.manager = manager
-        self.request_timeout = timeout
-        self.read_timeout = read_timeout
-        self.idle_timeout = idle_timeout
+        self.request_timeout = positive_number("timeout", timeout, "seconds", "no limit")
+        self.read_timeout = positive_number("read_timeout", read_timeout, "seconds")
+        self.idle_timeout = positive_number("idle_timeout", idle_timeout, "seconds")
+        positive_number("num_threads", num_threads, "requests", "4 per CPU", whole=True)
         self.num_threads = num_threads or 4 * (os.cpu_count() or 1)
         self._turns = threading.BoundedSemaphore(self.num_threads)
         self._connections = set()

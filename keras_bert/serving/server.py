@@ -4,7 +4,7 @@ import threading
 
 from keras_bert.serving.grpc_service import address, start_grpc_server
 from keras_bert.serving.manager import ModelManager
-from keras_bert.serving.rest import RestServer
+from keras_bert.serving.rest import RestServer, positive_number
 
 
 class ModelServer:
@@ -22,7 +22,8 @@ class ModelServer:
       grpc_channel_arguments: more gRPC server options, (name, value) pairs (TF Serving's
         ``--grpc_channel_arguments``).
       rest_api_num_threads: REST requests processed at once (None: 4 per CPU).
-      rest_api_timeout_in_ms: how long a REST request may wait for its answer.
+      rest_api_timeout_in_ms: how long a REST request may wait for its answer (0 or None: no
+        limit).
       rest_api_read_timeout_in_ms: how long a REST request that has begun may send nothing
         before it is answered 408 and its connection closed.
       **options: how versions are served, the fields of
@@ -66,10 +67,14 @@ class ModelServer:
                  poll_wait_seconds=1.0, grpc_max_threads=32, grpc_channel_arguments=(),
                  rest_api_num_threads=None, rest_api_timeout_in_ms=30000,
                  rest_api_read_timeout_in_ms=5000, **options):
-        timeout = rest_api_read_timeout_in_ms
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ValueError("rest_api_read_timeout_in_ms must be a positive number of "
-                             f"milliseconds, got {timeout!r}")
+        # Checked before anything is made (the REST server is made only in start()).
+        positive_number("rest_api_read_timeout_in_ms", rest_api_read_timeout_in_ms,
+                        "milliseconds")
+        if rest_api_timeout_in_ms != 0 or isinstance(rest_api_timeout_in_ms, bool):
+            positive_number("rest_api_timeout_in_ms", rest_api_timeout_in_ms, "milliseconds",
+                            "no limit")  # 0 too, as tools/serve.py's flag
+        positive_number("rest_api_num_threads", rest_api_num_threads, "requests",
+                        "4 per CPU", whole=True)
         self.manager = ModelManager(models, poll_wait_seconds=poll_wait_seconds, **options)
         self.host = host
         self._grpc_port_wanted = grpc_port

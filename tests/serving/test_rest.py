@@ -367,6 +367,31 @@ def test_a_stalled_request_is_answered_408_quickly(server):
         quick.server_close()
 
 
+@pytest.mark.parametrize("argument,value,message", [
+    ("read_timeout", 0, "read_timeout must be a positive number of seconds, got 0"),
+    ("read_timeout", None, "read_timeout must be a positive number of seconds, got None"),
+    ("idle_timeout", -1, "idle_timeout must be a positive number of seconds, got -1"),
+    ("idle_timeout", float("nan"), "idle_timeout must be a positive number of seconds, got nan"),
+    ("timeout", -0.5, "timeout must be a positive number of seconds or None (no limit), got "
+                      "-0.5"),
+    ("timeout", "30", "timeout must be a positive number of seconds or None (no limit), got "
+                      "'30'"),
+    ("num_threads", 2.5, "num_threads must be a positive whole number of requests or None (4 "
+                         "per CPU), got 2.5"),
+    ("num_threads", -1, "num_threads must be a positive whole number of requests or None (4 "
+                        "per CPU), got -1"),
+])
+def test_a_bad_timeout_or_thread_count_is_refused_before_listening(argument, value, message):
+    """A zero read timeout would never wait for a byte, a negative request timeout refuse
+    every request: each is a ValueError naming the argument, before a port is taken."""
+    import re
+
+    from keras_bert.serving.rest import RestServer
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RestServer(None, port=0, **{argument: value})
+
+
 def test_24_simultaneous_connections_are_all_served(server):
     """The listen backlog takes a burst: 24 clients connect at the same moment (before the
     server accepts any) and each gets its answer, none a reset."""

@@ -43,3 +43,29 @@ def test_a_read_timeout_that_is_not_positive_is_refused_before_anything_starts(t
                                          r"number of milliseconds, got "):
         ModelServer([ModelConfig("doubler", str(tmp_path / "doubler"))], grpc_port=0,
                     rest_api_port=0, rest_api_read_timeout_in_ms=timeout)
+
+
+@pytest.mark.parametrize("argument,value,message", [
+    ("rest_api_timeout_in_ms", -5, "rest_api_timeout_in_ms must be a positive number of "
+                                   "milliseconds or None (no limit), got -5"),
+    ("rest_api_timeout_in_ms", True, "rest_api_timeout_in_ms must be a positive number of "
+                                     "milliseconds or None (no limit), got True"),
+    ("rest_api_num_threads", 0, "rest_api_num_threads must be a positive whole number of "
+                                "requests or None (4 per CPU), got 0"),
+    ("rest_api_num_threads", "8", "rest_api_num_threads must be a positive whole number of "
+                                  "requests or None (4 per CPU), got '8'"),
+])
+def test_a_bad_rest_setting_is_refused_before_anything_starts(tmp_path, argument, value,
+                                                              message):
+    import re
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ModelServer([ModelConfig("doubler", str(tmp_path / "doubler"))], grpc_port=0,
+                    rest_api_port=0, **{argument: value})
+
+
+@pytest.mark.parametrize("timeout", [0, None])
+def test_a_rest_timeout_of_0_or_none_is_no_limit(tmp_path, timeout):
+    server = ModelServer([ModelConfig("doubler", str(tmp_path / "doubler"))], grpc_port=0,
+                         rest_api_port=0, rest_api_timeout_in_ms=timeout)
+    assert server._rest_timeout is None
