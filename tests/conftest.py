@@ -38,8 +38,12 @@ def temporary_files_in_basetemp(tmp_path_factory):
     through TMPDIR) goes under the run's base directory (``pytest-N``), which pytest removes
     after a run that passed (pytest.ini: ``tmp_path_retention_policy = failed``): a run leaves
     nothing behind in /tmp, and a failed run only the failed tests' files."""
+    import multiprocessing.util
     import tempfile
 
+    # multiprocessing's own directory (pymp-*) stays where it is: it removes it itself when
+    # the process exits, after pytest has removed the base directory.
+    multiprocessing.util.get_temp_dir()
     path = str(tmp_path_factory.mktemp("tempfile"))
     saved = tempfile.tempdir, os.environ.get("TMPDIR")
     tempfile.tempdir, os.environ["TMPDIR"] = path, path
