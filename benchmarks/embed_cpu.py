@@ -38,14 +38,12 @@ from benchmarks.common import harness  # noqa: E402
 harness.start()  # before TensorFlow: keep its C++ logging out of the table
 
 import os  # noqa: E402
-import tempfile  # noqa: E402
 
 from absl import flags  # noqa: E402
 
 from benchmarks.common import cpu_timing, embed_contenders as contenders_lib  # noqa: E402
 
 FLAGS = flags.FLAGS
-WORKDIR_PREFIX = ".tmp-keras_bert_embed_cpu_"
 cpu_timing.define_flags(contenders_lib)
 flags.DEFINE_string("model", "minilm_l6", "A sentence-embedding preset or directory (mean "
                     "pooling, normalized), or 'tiny' for a random 2-layer model.")
@@ -64,11 +62,7 @@ def main(argv):
           f"{FLAGS.batch_size}; at most {FLAGS.seq_length} tokens, each batch padded to its "
           "longest", flush=True)
 
-    from keras_bert import storage
-
-    # The exports (~0.5 GB) go in a directory removed at the end however the run ends (one
-    # left by a killed run is swept by the next: keras_bert.tempdirs).
-    with storage.staging_dir(tempfile.gettempdir(), prefix=WORKDIR_PREFIX) as workdir:
+    with cpu_timing.scratch_dir("embed_cpu.py") as workdir:
         setup = contenders_lib.EmbedSetup(FLAGS.model, FLAGS.seq_length, threads, workdir)
         runners, rates, latency, vectors, setup_seconds = cpu_timing.measure(
             contenders_lib, setup, texts)

@@ -48,14 +48,12 @@ harness.start()  # before TensorFlow: keep its C++ logging out of the table
 
 import os  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 
 from absl import flags  # noqa: E402
 
 from benchmarks.common import contenders as contenders_lib, cpu_timing  # noqa: E402
 
 FLAGS = flags.FLAGS
-WORKDIR_PREFIX = ".tmp-keras_bert_serve_cpu_"
 cpu_timing.define_flags(contenders_lib)
 flags.DEFINE_string("model", str(harness.REPO / "demo_model" / "model.keras"),
                     "A fine-tuned BertClassifier (.keras); or 'minilm_l6' for it with an "
@@ -107,11 +105,7 @@ def main(argv):
     print(f"texts: {len(texts)} {what}; batch {FLAGS.batch_size}; "
           f"at most {FLAGS.seq_length} tokens, each batch padded to its longest", flush=True)
 
-    from keras_bert import storage
-
-    # The exports (~0.5 GB) go in a directory removed at the end however the run ends (one
-    # left by a killed run is swept by the next: keras_bert.tempdirs).
-    with storage.staging_dir(tempfile.gettempdir(), prefix=WORKDIR_PREFIX) as workdir:
+    with cpu_timing.scratch_dir("serve_cpu.py") as workdir:
         setup = contenders_lib.Setup(FLAGS.model, FLAGS.seq_length, threads, workdir,
                                      session_threads=(FLAGS.tensorflow_intra_op_parallelism,
                                                       FLAGS.tensorflow_inter_op_parallelism))
@@ -130,6 +124,7 @@ def main(argv):
                             "inter_op": FLAGS.tensorflow_inter_op_parallelism},
         "targets": summary,
         "setup_seconds": {k: round(v, 1) for k, v in setup_seconds.items()}})
+
 
 if __name__ == "__main__":
     harness.run(main)

@@ -45,14 +45,10 @@ def temporary_files_in_basetemp(tmp_path_factory):
     # the process exits, after pytest has removed the base directory.
     multiprocessing.util.get_temp_dir()
     path = str(tmp_path_factory.mktemp("tempfile"))
-    saved = tempfile.tempdir, os.environ.get("TMPDIR")
-    tempfile.tempdir, os.environ["TMPDIR"] = path, path
-    yield path
-    tempfile.tempdir = saved[0]
-    if saved[1] is None:
-        os.environ.pop("TMPDIR", None)
-    else:
-        os.environ["TMPDIR"] = saved[1]
+    with pytest.MonkeyPatch.context() as patch:  # both restored after the run
+        patch.setattr(tempfile, "tempdir", path)
+        patch.setenv("TMPDIR", path)
+        yield path
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,14 @@
 """What the CPU serving benchmarks (benchmarks/serve_cpu.py, embed_cpu.py) share: their flags
 and start-up, the CPU they report, their contenders built and warmed up, and the timing of
 the runners, ``texts (a list of str) -> numpy [len(texts), ...]``, on batches and on single
-texts, interleaved so that a loaded machine hurts every runner alike."""
+texts, interleaved so that a loaded machine hurts every runner alike; the directory their
+exports go in."""
 
+import contextlib
 import os
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 
@@ -50,6 +53,18 @@ def measure(contenders, setup, texts):
     rates, outputs = time_batched(runners, texts, FLAGS.batch_size, FLAGS.rounds)
     latency = time_single(runners, texts[:FLAGS.latency_texts], FLAGS.latency_block)
     return runners, rates, latency, outputs, seconds
+
+
+@contextlib.contextmanager
+def scratch_dir(script):
+    """A new local directory for ``script``'s exports (~0.5 GB a full run), removed at the end
+    however the run ends; one left by a killed run is swept by the next
+    (`keras_bert.tempdirs`)."""
+    from keras_bert import storage
+
+    prefix = f".tmp-keras_bert_{os.path.splitext(script)[0]}_"
+    with storage.staging_dir(tempfile.gettempdir(), prefix=prefix) as path:
+        yield path
 
 
 def print_cpu(threads):
