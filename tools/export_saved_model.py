@@ -10,6 +10,8 @@ as a LiteRT model with the tokenizer inside (``--kind=litert``).
         --export_dir=/tmp/minilm_encoder
     python tools/export_saved_model.py --preset=minilm_l6 --kind=preprocessor \
         --seq_length=128 --export_dir=/tmp/minilm_preprocess
+    python tools/export_saved_model.py --model_file=run/model.keras --kind=serving \
+        --quantize=int8 --export_dir=/models/sentiment/2    # int8: the fastest on a CPU
     python tools/export_saved_model.py --model_file=run/model.keras --kind=litert \
         --quantize=int8 --export_dir=/models/sentiment/1    # writes .../1/model.tflite
 
@@ -18,9 +20,12 @@ version directory, or the model base path with --version (a number, or "next"). 
 exports of a preset need --task (a fresh head; a preset saved by save_to_preset from a task
 model brings its own). A LiteRT export is the file model.tflite in the version directory
 (beside a SavedModel there, if any), where tools/serve.py --prefer_tflite_model (and TF
-Serving's) looks for it; a classifier, a multiple-choice model or an encoder. The flags are checked before anything is loaded; every problem is
-one line on stderr and exit status 1. On success the tool prints one line: what it wrote,
-where, and the custom ops a serving binary needs (keras_bert.export.required_ops).
+Serving's) looks for it; a classifier, a multiple-choice model or an encoder.
+--quantize=int8 quantizes the model's dense layers as model.quantize("int8") does before a
+serving or encoder SavedModel is written (oneDNN's int8 kernel: docs/export.md), and
+quantizes a LiteRT model's weights. The flags are checked before anything is loaded; every
+problem is one line on stderr and exit status 1. On success the tool prints one line: what
+it wrote, where, and the custom ops a serving binary needs (keras_bert.export.required_ops).
 """
 
 import os
@@ -58,8 +63,10 @@ flags.DEFINE_string("export_dir", None, "Where to write the SavedModel (new or e
                     "base path with --version.", required=True)
 flags.DEFINE_string("version", None, "--kind=serving or litert: export to "
                     "--export_dir/<version> (a number, or 'next': one past the newest there).")
-flags.DEFINE_enum("quantize", None, ["int8"], "--kind=litert: int8 dynamic-range "
-                  "quantization (default: float32).")
+flags.DEFINE_enum("quantize", None, ["int8"], "int8 weights (default: float32): "
+                  "--kind=serving and encoder quantize the model as model.quantize('int8') "
+                  "does (activations quantized at each call); --kind=litert, dynamic-range "
+                  "quantization.")
 flags.DEFINE_enum("task", None, list(TASKS), "--preset: the task model to build for "
                   "--kind=serving (and masked_lm/pretraining for an encoder with its MLM head).")
 flags.DEFINE_integer("num_classes", None, "--task=classification/tagging: classes.",
@@ -125,10 +132,10 @@ def _seq_length_holds_pairs(values):
 
 
 @flags.multi_flags_validator(["kind", "quantize"])
-def _quantize_litert(values):
-    if values["quantize"] and values["kind"] != "litert":
-        raise flags.ValidationError("--quantize applies to --kind=litert only (a Keras model "
-                                    "is quantized with model.quantize('int8') before saving)")
+def _quantize_weights(values):
+    if values["quantize"] and values["kind"] == "preprocessor":
+        raise flags.ValidationError("--quantize applies to --kind=serving, encoder and litert "
+                                    "(a preprocessor has no weights)")
     return True
 
 
@@ -159,8 +166,8 @@ def _check_litert_target(version_dir):
         raise export_dirs.ExportError(f"export_dir={version_dir} exists and is not a directory.")
     path = os.path.join(version_dir, litert_model.SERVING_FILE)
     if storage.exists(path):
-        raise export_dirs.ExportError(f"{path} exists; an export never overwrites one (give another "
-                                 "version, e.g. --version=next).")
+        raise export_dirs.ExportError(f"{path} exists; an export never overwrites one (give "
+                                      "another version, e.g. --version=next).")
 
 
 def _target(values):
@@ -179,6 +186,8 @@ def main(argv):
     try:
         with keras_bert.backend.quiet_native_stderr():
             model = _load()
+            if FLAGS.quantize and FLAGS.kind != "litert":
+                _quantize(model)
             if FLAGS.kind == "encoder":
                 path = export.export_encoder(model, target)
             elif FLAGS.kind == "preprocessor":
@@ -190,8 +199,20 @@ def main(argv):
     except (ValueError, TypeError, OSError) as error:
         sys.exit(f"export_saved_model.py: {error}")
     ops = export.required_ops(path)
-    print(f"Exported the {FLAGS.kind} SavedModel of {type(model).__name__} to {path}; custom "
-          f"ops: {', '.join(ops) if ops else 'none'}")
+    precision = f"{FLAGS.quantize} " if FLAGS.quantize else ""
+    print(f"Exported the {precision}{FLAGS.kind} SavedModel of {type(model).__name__} to "
+          f"{path}; custom ops: {', '.join(ops) if ops else 'none'}")
+
+
+def _quantize(model):
+    """``model.quantize(FLAGS.quantize)``, refused for a model that is quantized already."""
+    from keras_bert.models import quantization
+
+    if quantization.quantized_layers(model):
+        source = FLAGS.model_file or FLAGS.preset
+        raise ValueError(f"--quantize={FLAGS.quantize}: {source} holds a quantized model "
+                         "already; export it without --quantize.")
+    model.quantize(FLAGS.quantize)
 
 
 def _export_litert(model, version_dir):

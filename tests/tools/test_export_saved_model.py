@@ -136,13 +136,14 @@ def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_
     path, model = files
     version = tmp_path / "sentiment" / "1"
     # One process, in order: the serving export, the LiteRT model beside it, then the errors
-    # (never over an existing model.tflite; --quantize is LiteRT's; LiteRT takes no tagger).
+    # (never over an existing model.tflite; a preprocessor is not quantized; LiteRT takes no
+    # tagger).
     serving, result, again, quantize, tagger = _tool_cases(
         [f"--model_file={path / 'classifier.keras'}", f"--export_dir={version}"],
         [f"--model_file={path / 'classifier.keras'}", "--kind=litert", f"--export_dir={version}"],
         [f"--model_file={path / 'classifier.keras'}", "--kind=litert", f"--export_dir={version}"],
-        [f"--model_file={path / 'classifier.keras'}", "--quantize=int8",
-         f"--export_dir={tmp_path / 'q' / '1'}"],
+        [f"--model_file={path / 'classifier.keras'}", "--kind=preprocessor", "--quantize=int8",
+         f"--export_dir={tmp_path / 'q'}"],
         ["--preset=tiny", "--kind=litert", "--task=tagging", "--num_classes=3",
          f"--export_dir={tmp_path / 't' / '1'}"])
     assert serving.returncode == 0, serving.stderr[-3000:]
@@ -159,7 +160,48 @@ def test_litert_goes_beside_the_saved_model_in_its_version_directory(files, tmp_
     assert np.ptp(want, axis=0).min() > 100 * 1e-4  # a LiteRT model that ignored its text fails
     np.testing.assert_allclose(out["logits"], want, atol=1e-4)
     _assert_flag_error(again, f"{version / 'model.tflite'} exists; an export never overwrites one")
-    _assert_flag_error(quantize, "--quantize applies to --kind=litert only")
+    _assert_flag_error(quantize, "--quantize applies to --kind=serving, encoder and litert "
+                       "(a preprocessor has no weights)")
     _assert_flag_error(tagger, "--kind=litert exports a classifier, a multiple-choice model or "
                        "an encoder, not --task=tagging")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sentiment"]
+
+
+def test_int8_serving_and_encoder_exports(files, tmp_path):
+    import keras
+
+    path, _ = files
+    int8 = keras.saving.load_model(path / "classifier.keras", compile=False)
+    int8.quantize("int8")
+    int8.save(tmp_path / "int8.keras")
+    base = tmp_path / "sentiment"
+    # One process, in order: the int8 serving export, the int8 encoder, a model that is int8
+    # already.
+    serving, encoder, again = _tool_cases(
+        [f"--model_file={path / 'classifier.keras'}", "--quantize=int8",
+         f"--export_dir={base}", "--version=next"],
+        [f"--model_file={path / 'classifier.keras'}", "--kind=encoder", "--quantize=int8",
+         f"--export_dir={tmp_path / 'encoder'}"],
+        [f"--model_file={tmp_path / 'int8.keras'}", "--quantize=int8",
+         f"--export_dir={tmp_path / 'again' / '1'}"])
+    assert serving.returncode == 0, serving.stderr[-3000:]
+    assert serving.stdout == (
+        f"Exported the int8 serving SavedModel of BertClassifier to {base / '1'}; "
+        "custom ops: FastWordpieceTokenizeWithOffsets, NormalizeUTF8\n")
+    # oneDNN's int8 kernel, which TF Serving's x86 builds carry (a core op).
+    assert b"_QuantizedMatMul" in (base / "1" / "saved_model.pb").read_bytes()
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops, as a server must)
+
+    out = tf.saved_model.load(str(base / "1")).signatures["serving_default"](
+        text=tf.constant(POSITIVE))["logits"].numpy()
+    want = int8.predict(POSITIVE, verbose=0)  # the same model quantized in Keras
+    np.testing.assert_allclose(out, want, atol=1e-4)
+    assert not np.allclose(out, files[1].predict(POSITIVE, verbose=0), atol=1e-5)  # not float32
+    assert encoder.returncode == 0, encoder.stderr[-3000:]
+    assert encoder.stdout.startswith("Exported the int8 encoder SavedModel of BertClassifier to ")
+    assert b"_QuantizedMatMul" in (tmp_path / "encoder" / "saved_model.pb").read_bytes()
+    assert again.returncode == 1 and again.stdout == ""
+    assert again.stderr.strip().splitlines()[-1] == (
+        f"export_saved_model.py: --quantize=int8: {tmp_path / 'int8.keras'} holds a quantized "
+        "model already; export it without --quantize.")
+    assert not (tmp_path / "again").exists()
