@@ -11,14 +11,15 @@ Tasks: classification and regression (a text or a text pair and a label; --num_c
 multiple_choice (a context and a JSON list of choices), and embedding (a BertTextEmbedder
 trained with in-batch negatives on an anchor column, --text_column, default "anchor", its
 positive, --positive_column, default "positive", and optionally a hard negative,
---negative_column; no labels; scored by how well each anchor finds its positive). Data: --tfds_name (GLUE sets, IMDB,
-Yelp: columns and splits known) or --train_file/--eval_file/--test_file as TSV, CSV or JSON
-Lines with a header; string labels become class ids in sorted order, and their names the
-model's label_names (in model.keras, metrics.json, test_predictions.jsonl and the export).
---model_dir receives checkpoints, TensorBoard logs, metrics.json, test_predictions.jsonl and
-model.keras (which keras.saving.load_model opens after `import keras_bert`, taking raw
-strings). --lora_rank=8 trains LoRA factors and the head
-only (at a default learning rate of 5e-4) and also writes model.lora.h5, what trained.
+--negative_column; no labels; scored by how well each anchor finds its positive). Data:
+--tfds_name (GLUE sets, IMDB, Yelp: columns and splits known) or
+--train_file/--eval_file/--test_file as TSV, CSV or JSON Lines with a header; string labels
+become class ids in sorted order, and their names the model's label_names (in model.keras,
+metrics.json, test_predictions.jsonl and the export). --model_dir receives checkpoints,
+TensorBoard logs, metrics.json, test_predictions.jsonl and model.keras (which
+keras.saving.load_model opens after `import keras_bert`, taking raw strings). --lora_rank=8
+trains LoRA factors and the head only (at a default learning rate of 5e-4) and also writes
+model.lora.h5, what trained.
 """
 
 import os
