@@ -5,6 +5,7 @@
 #   make test          create .venv if needed, install keras_bert[test] and the preset
 #                      weights, run pytest
 #   make bazel-test    the same tests through Bazel (installs Debian's bazel-bootstrap if missing)
+#   make test-older-tensorflow  exports loaded in TF Serving 2.20's TensorFlow (a venv of its own)
 #   make clean         remove .venv and every build output
 #
 # Installs are keyed on a hash of what they install (the requirements files, setup.py,
@@ -66,6 +67,10 @@ TEST_HASH := $(shell { cat requirements.txt requirements-test.txt requirements-h
 	requirements-google-bert.txt \
 	$(PRESETS_REQUIREMENTS) setup.py pyproject.toml; echo "$(TORCH_PIN) $(GOOGLE_BERT_PIN)"; } \
 	| sha256sum | cut -c1-16)
+# An older TensorFlow (TF Serving 2.20's) in a venv of its own, for test-older-tensorflow.
+OLDER_TF_VENV ?= .venv-older-tensorflow
+OLDER_TF_HASH := $(shell cat requirements-older-tensorflow.txt | sha256sum | cut -c1-16)
+OLDER_TF_STAMP := $(OLDER_TF_VENV)/.keras-bert-older-tensorflow-$(OLDER_TF_HASH)
 INSTALL_STAMP := $(VENV)/.keras-bert-install-$(INSTALL_HASH)
 TEST_STAMP := $(VENV)/.keras-bert-test-$(TEST_HASH)
 
@@ -77,7 +82,7 @@ INSTALL_STAMP :=
 TEST_STAMP :=
 endif
 
-.PHONY: help demo test bazel-test install install-test clean
+.PHONY: help demo test bazel-test test-older-tensorflow install install-test clean
 
 help:
 	@sed -n '3,9s/^# \{0,1\}//p' Makefile
@@ -121,6 +126,17 @@ $(TEST_STAMP): | $(PY)
 	rm -f $(VENV)/.keras-bert-install-* $(VENV)/.keras-bert-test-*
 	touch $(INSTALL_STAMP) $@
 
+# The export-loading tests, with the exports also run in the older TensorFlow's loaders.
+test-older-tensorflow: $(TEST_STAMP) $(OLDER_TF_STAMP)
+	KERAS_BERT_OLDER_TENSORFLOW="$(CURDIR)/$(OLDER_TF_VENV)/bin/python" \
+	  $(PY) -m pytest -q -rs tests/export/test_export_loading.py $(PYTEST_ARGS)
+
+$(OLDER_TF_STAMP):
+	[ -x $(OLDER_TF_VENV)/bin/python ] || $(PYTHON) -m venv $(OLDER_TF_VENV)
+	$(OLDER_TF_VENV)/bin/python -m pip install -r requirements-older-tensorflow.txt
+	rm -f $(OLDER_TF_VENV)/.keras-bert-older-tensorflow-*
+	touch $@
+
 bazel-test: $(TEST_STAMP)
 	@command -v $(BAZEL) >/dev/null || { \
 	  echo "bazel not found: installing Debian's bazel-bootstrap"; \
@@ -133,5 +149,6 @@ clean:
 	-if command -v $(BAZEL) >/dev/null && [ -e bazel-bin ]; then $(BAZEL) clean --expunge; fi
 	if [ -L $(VENV) ]; then echo "keeping $(VENV): a symlink to a shared environment"; \
 	else rm -rf $(VENV); fi
+	rm -rf $(OLDER_TF_VENV)
 	rm -rf bazel-* build dist *.egg-info .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

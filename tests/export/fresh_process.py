@@ -30,15 +30,16 @@ print("FRESH-PROCESS-OK")
 """
 
 
-def run(code, cwd, timeout=300, **values):
+def run(code, cwd, timeout=300, python=None, **values):
     """Runs ``code`` (after `PROLOGUE`; ``values`` as JSON in the variable ``VALUES``) in a
     fresh interpreter started in ``cwd`` (not the repository); returns its stdout. Fails the
-    test with the child's stderr when it does not finish cleanly."""
+    test with the child's stderr when it does not finish cleanly. ``python``: another
+    interpreter (e.g. one with an older TensorFlow), by default this one."""
     script = (PROLOGUE + f"VALUES = json.loads({json.dumps(json.dumps(values))})\n"
               + textwrap.dedent(code) + EPILOGUE)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    result = subprocess.run([sys.executable, "-I", "-c", script], cwd=cwd, env=env,
+    result = subprocess.run([python or sys.executable, "-I", "-c", script], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0 and "FRESH-PROCESS-OK" in result.stdout, (
         f"fresh process failed ({result.returncode}):\n{result.stderr[-4000:]}")

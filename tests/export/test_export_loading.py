@@ -1,10 +1,15 @@
 """Exports load where keras_bert is not: a fresh process that imports only tensorflow and
 tensorflow_text, through the TF2 loader and the TF1 session loader that TF Serving and
-``saved_model_cli run`` use; and the minilm_l6 encoder there matches Hugging Face."""
+``saved_model_cli run`` use; and the minilm_l6 encoder there matches Hugging Face. With
+``KERAS_BERT_OLDER_TENSORFLOW`` naming a Python of an older TensorFlow (`make
+test-older-tensorflow`: the TensorFlow of TF Serving 2.20), the same exports run there too."""
+
+import os
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras_bert
 from keras_bert.export import export_encoder, export_preprocessor
@@ -114,6 +119,40 @@ def fresh(tiny_model, int8_model, embedder, texts, tmp_path_factory):
     fresh_process.run(LOAD_AND_RUN + MINILM, cwd=tmp_path, **values)
     return (dict(np.load(tmp_path / "out.npz")), dict(np.load(tmp_path / "minilm.npz")),
             values["cases"])
+
+
+# A Python whose TensorFlow and tensorflow-text are older than this one's (`make
+# test-older-tensorflow` makes one with TF Serving 2.20's TensorFlow).
+OLDER_TENSORFLOW = os.environ.get("KERAS_BERT_OLDER_TENSORFLOW")
+
+
+@pytest.mark.skipif(not OLDER_TENSORFLOW, reason="needs KERAS_BERT_OLDER_TENSORFLOW, a Python "
+                    "with an older TensorFlow: make test-older-tensorflow")
+def test_the_exports_give_the_same_outputs_in_an_older_tensorflow(fresh, tmp_path):
+    """TF Serving's binaries run the TensorFlow of their release: every export here, the
+    float32 and int8 serving models too, loads and runs in the older TensorFlow's loaders
+    (the TF1 session loader is what tensorflow_model_server uses) with this one's outputs."""
+    import subprocess
+
+    assert os.access(OLDER_TENSORFLOW, os.X_OK), (
+        f"KERAS_BERT_OLDER_TENSORFLOW={OLDER_TENSORFLOW} is not an executable Python")
+    version = subprocess.run(
+        [OLDER_TENSORFLOW, "-c", "import tensorflow as tf, tensorflow_text as text; "
+         "print(tf.__version__, text.__version__)"], capture_output=True, text=True,
+        timeout=120, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert version.returncode == 0, version.stderr[-3000:]
+    older = version.stdout.split()
+    assert older[0] != tf.__version__, f"{OLDER_TENSORFLOW} has this TensorFlow, {older[0]}"
+    print(f"older TensorFlow {older[0]}, tensorflow-text {older[1]}")
+    fresh_process.run(LOAD_AND_RUN, cwd=tmp_path, python=OLDER_TENSORFLOW,
+                      cases=fresh[2], out=str(tmp_path / "older.npz"))
+    got, want = dict(np.load(tmp_path / "older.npz")), fresh[0]
+    assert sorted(got) == sorted(want)
+    for key, value in want.items():
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(got[key], value, atol=1e-5, err_msg=key)
+        else:
+            np.testing.assert_array_equal(got[key], value, err_msg=key)
 
 
 def test_encoder_preprocessor_and_serving_exports_load_without_keras_bert(tiny_model, texts,
