@@ -128,3 +128,44 @@ def test_a_version_whose_process_died_is_unavailable_then_loaded_again(
     assert again is not servable and again.version == 1
     np.testing.assert_allclose(_predict(again)["probabilities"],
                                serving_models["sentiment_v1"][1]["probabilities"], atol=1e-5)
+
+
+# In a process of its own (its allocator settings stay there): 256 MiB in blocks of 1 MiB from
+# the heap, freed without the heap shrinking on its own (glibc's M_MMAP_THRESHOLD and
+# M_TRIM_THRESHOLD raised: TensorFlow's loads leave such free heap behind), then trimmed.
+TRIM = """
+import ctypes, json, psutil
+from keras_bert.serving.version_process import release_free_memory
+rss = lambda: psutil.Process().memory_info().rss
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+assert libc.mallopt(-3, 4 << 20) == 1 and libc.mallopt(-1, 1 << 30) == 1
+blocks = [libc.malloc(1 << 20) for _ in range(256)]
+for block in blocks:
+    ctypes.memset(block, 1, 1 << 20)
+for block in blocks:
+    libc.free(block)
+freed = rss()
+print(json.dumps([release_free_memory(), freed, rss()]))
+"""
+
+
+def test_the_heap_left_free_by_loading_goes_back_to_the_system():
+    import json
+    import platform
+    import subprocess
+    import sys
+
+    from keras_bert.serving.version_process import release_free_memory
+
+    if platform.libc_ver()[0] != "glibc":
+        assert release_free_memory() is False  # another C library's allocator decides
+        return
+    result = subprocess.run([sys.executable, "-c", TRIM], capture_output=True, text=True,
+                            timeout=120, cwd=os.path.dirname(os.path.dirname(
+                                os.path.dirname(os.path.abspath(__file__)))))
+    assert result.returncode == 0, result.stderr[-3000:]
+    trimmed, freed, after = json.loads(result.stdout.splitlines()[-1])
+    assert trimmed is True
+    assert freed - after > 192 << 20, (freed, after)  # most of the 256 MiB given back
