@@ -262,8 +262,8 @@ def traced_forward(model, specs, frozen):
 # loader TF Serving uses). Small models gain most from freezing (their batch-1 calls are
 # TensorFlow's per-op cost; an int8 model's weight-derived tensors, folded once), so up to
 # 256 MiB (all-MiniLM-L6-v2, BERT-small, BERT-base int8) are frozen; larger ones keep their
-# variables (BERT-base float32: ~0.2 ms of variable reads in a call of tens of ms). (A SavedModel's
-# graph is one protocol buffer, which could not pass 2 GiB in any case.)
+# variables (BERT-base float32: ~0.2 ms of variable reads in a call of tens of ms). (A
+# SavedModel's graph is one protocol buffer, which could not pass 2 GiB in any case.)
 FREEZE_LIMIT_BYTES = 1 << 28  # 256 MiB
 
 
