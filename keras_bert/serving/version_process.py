@@ -354,6 +354,7 @@ def _serve_calls(conn, functions, specs, threads):
     from concurrent.futures import ThreadPoolExecutor
 
     send_lock = threading.Lock()
+    called = set()  # signatures called here: the first call of one optimises its graph
 
     def run(call_id, name, inputs):
         try:
@@ -367,6 +368,10 @@ def _serve_calls(conn, functions, specs, threads):
                 conn.send(reply)
             except (OSError, ValueError):
                 pass  # the server is gone
+            first = name in functions and name not in called
+            called.add(name)
+        if first:  # a signature the warm-up did not call leaves copies behind (answered first)
+            release_free_memory()
 
     executor = ThreadPoolExecutor(threads, thread_name_prefix="call")
     while True:

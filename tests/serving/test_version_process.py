@@ -169,3 +169,35 @@ def test_the_heap_left_free_by_loading_goes_back_to_the_system():
     trimmed, freed, after = json.loads(result.stdout.splitlines()[-1])
     assert trimmed is True
     assert freed - after > 192 << 20, (freed, after)  # most of the 256 MiB given back
+
+
+def test_the_first_call_of_each_signature_gives_back_its_free_heap(monkeypatch):
+    # A signature the warm-up did not call (a warm-up file names only some) optimises its
+    # graph at its first call, which leaves copies of a frozen graph's constants freed.
+    import multiprocessing
+
+    import tensorflow as tf
+
+    from keras_bert.serving import version_process
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    def double(x):
+        return {"y": 2 * x}
+
+    functions = {"a": double.get_concrete_function(), "b": double.get_concrete_function()}
+    specs = {k: {"x": tf.TensorSpec([None], tf.float32, name="x")} for k in functions}
+    trims = []
+    monkeypatch.setattr(version_process, "release_free_memory", lambda: trims.append(1))
+    ours, theirs = multiprocessing.Pipe()
+    worker = threading.Thread(target=version_process._serve_calls,
+                              args=(theirs, functions, specs, 1))
+    worker.start()
+    replies = []
+    for call_id, name in enumerate(["a", "a", "b", "a", "b"]):
+        ours.send(("call", call_id, name, {"x": np.array([call_id], np.float32)}))
+        replies.append(ours.recv())
+    ours.send(("stop",))
+    worker.join(timeout=60)
+    assert [r[0] for r in replies] == ["ok"] * 5, replies
+    np.testing.assert_array_equal(replies[2][2]["y"], [4.0])
+    assert len(trims) == 2  # once for "a", once for "b"
