@@ -26,3 +26,17 @@ def test_accuracy_loss_against_whichever_float32_loader_ran():
     assert t["fastest_saved_model_accuracy_loss_points"] is None
     assert any("accuracy loss" in line and "not measured" in line
                for line in contenders.describe_targets(t))
+
+
+def test_batch1_against_the_float32_saved_model_in_the_same_loader():
+    int8 = _row("keras_bert_int8_session", 800.0, 3.0, 0.86, precision="int8")
+    plain = _row("keras_bert_fp32_plain", 350.0, 6.0, 0.865)
+    ort = _row("ort_int8", 700.0, 1.0, 0.85, ours=False, precision="int8")
+    assert contenders.targets([int8, plain, ort])[
+        "quickest_saved_model_batch1_vs_fp32_saved_model"] is None  # its float32 did not run
+    session = _row("keras_bert_fp32_session", 360.0, 7.5, 0.865)
+    t = contenders.targets([int8, plain, ort, session])
+    assert t["quickest_saved_model_batch1_vs_fp32_saved_model"] == 0.4
+    assert t["quickest_saved_model_batch1_vs_fp32_plain"] == 0.5
+    assert any("float32 SavedModel's in the same loader: 0.4 (met" in line
+               for line in contenders.describe_targets(t))
