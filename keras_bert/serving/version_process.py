@@ -21,6 +21,7 @@ Serving's warm-up records, else one call per signature), so the first client req
 longer pays the graph optimisation (2-6 s for a MiniLM classifier on a loaded 2-CPU machine).
 """
 
+import functools
 import itertools
 import logging
 import multiprocessing
@@ -337,17 +338,25 @@ def release_free_memory():
     optimizations) make and drop several copies of a frozen graph's constants: for a 90 MB
     export, ~0.9 GB the heap keeps after they are freed, which the process's RSS would carry
     for as long as it serves. Returns True when the heap was trimmed."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc (macOS, musl): its allocator decides
+    trim = _malloc_trim()
+    if trim is None:  # not glibc (macOS, musl): its allocator decides
         return False
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     trim(0)
     return True
+
+
+@functools.lru_cache(maxsize=None)
+def _malloc_trim():
+    # glibc's malloc_trim among the process's own symbols (no library search: ctypes'
+    # find_library runs ldconfig in a subprocess), looked up once; None without it.
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
 
 
 def _serve_calls(conn, functions, specs, threads):
