@@ -56,9 +56,7 @@ the version directory (a number, e.g. ``/models/sentiment/1``), and
 serves it (the newest version under the base path).
 """
 
-import numpy as np
 import tensorflow as tf
-from tensorflow.python.framework import convert_to_constants
 
 from keras_bert.export import export_dirs, modules, task_adapters, warmup_requests as warmup
 from keras_bert.export.export_dirs import ExportError
@@ -138,11 +136,8 @@ def export_model(model, export_dir, pairs=False, label_names=None, top_k=5,
     root = serving_module(model, task)
     task.add_functions(root)
     signatures = {name: getattr(root, name) for name in SIGNATURES}
-    # A frozen graph holds no variables, so no gradient functions capture any.
-    options = tf.saved_model.SaveOptions(experimental_custom_gradients=not root.frozen)
     path = export_dirs.save(root, export_dir, signatures=signatures, versioned=True,
-                            write_more=records and (lambda tmp: warmup.write(tmp, records)),
-                            options=options)
+                            write_more=records and (lambda tmp: warmup.write(tmp, records)))
     if verbose:
         print(f"Saved the serving SavedModel of {type(model).__name__} to {path}: "
               f"serving_default({task.describe_inputs()}), "
@@ -183,28 +178,17 @@ for _format in REFUSED_FORMATS:  # Keras' other formats: an ExportError naming t
     export_formats.register(_format)(refused_format(_format))
 
 
-def serving_module(model, task, frozen=None):
+def serving_module(model, task):
     """The root object: the two signature functions, around one function of the model's
-    packed inputs traced for serving (`keras_bert.layers.serving_graph`).
-
-    ``frozen`` (default: when the model's weights take at most `FREEZE_LIMIT_BYTES`): the
-    weights become constants of the graph (``root.frozen``), which TensorFlow then folds
-    into the ops that use them: no variable reads, query, key and value in one matmul.
-    Otherwise the root holds the model's variables. Both compute the same outputs (within
-    float32 rounding)."""
-    if frozen is None:
-        frozen = weight_bytes(model) <= FREEZE_LIMIT_BYTES
+    packed inputs traced for serving (`traced_forward`). The root holds the variables that
+    function reads (``root.variables``): the model's own, less those read only at trace time
+    (e.g. query, key and value kernels concatenated into one), and the weights computed
+    from them (`keras_bert.layers.serving_graph.building`)."""
     specs = task.ids_specs()
-
-    forward = traced_forward(model, specs, frozen)
+    forward, variables = traced_forward(model, specs)
     structure = forward.structured_outputs
-    if frozen:
-        forward = convert_to_constants.convert_variables_to_constants_v2(forward)
-        root = modules.Module()
-        root.variables, root.trainable_variables, root.regularization_losses = [], [], []
-    else:
-        root = modules.attach_variables(modules.Module(), model)
-    root.frozen = frozen
+    root = modules.Module()
+    root.variables, root.trainable_variables, root.regularization_losses = variables, [], []
 
     def call(inputs):
         if sorted(inputs) != sorted(specs):
@@ -212,7 +196,7 @@ def serving_module(model, task, frozen=None):
                               f"{sorted(inputs)}, its serving_ids takes {sorted(specs)}.")
         flat = [tf.cast(inputs[name], spec.dtype) for name, spec in
                 zip(sorted(specs), tf.nest.flatten(specs))]
-        outputs = forward(*flat) if frozen else forward(dict(zip(sorted(specs), flat)))
+        outputs = forward(dict(zip(sorted(specs), flat)))
         return tf.nest.pack_sequence_as(structure, tf.nest.flatten(outputs))
 
     def from_text(texts):
@@ -228,15 +212,15 @@ def serving_module(model, task, frozen=None):
     return root
 
 
-def traced_forward(model, specs, frozen):
+def traced_forward(model, specs):
     """``model(inputs, training=False)`` on packed ids of ``specs``, traced for serving
-    (`keras_bert.layers.serving_graph`; ``frozen``: weights read as constants): a concrete
-    function, its variables not yet frozen. The batch is cut to its longest sequence when
-    the model does so in ``predict`` (``trim_predictions``). With ``frozen``, a call of at
-    most `serving_graph.small_tokens` tokens (batch 1 of a short text) takes a graph traced
-    for it, every choice by size made at trace time, in one cond beside the general graph:
-    the same outputs, fewer nodes per call."""
-    small = serving_graph.small_tokens(model) if frozen and "input_word_ids" in specs else None
+    (`keras_bert.layers.serving_graph.building`: weights read at trace time, those it
+    computes from them kept in new variables): the concrete function and the variables it
+    reads. The batch is cut to its longest sequence when the model does so in ``predict``
+    (``trim_predictions``). A call of at most `serving_graph.small_tokens` tokens (batch 1
+    of a short text) takes a graph traced for it, every choice by size made at trace time,
+    in one cond beside the general graph: the same outputs, fewer nodes per call."""
+    small = serving_graph.small_tokens(model) if "input_word_ids" in specs else None
 
     def run(inputs):
         if model.trim_predictions:  # the batch cut to its longest sequence: the same outputs
@@ -251,22 +235,9 @@ def traced_forward(model, specs, frozen):
         return tf.cond(tf.size(inputs["input_word_ids"]) <= small, few,
                        lambda: model(inputs, training=False))
 
-    with serving_graph.building(constants=frozen):
-        return tf.function(run, autograph=False).get_concrete_function(specs)
-
-
-# The weights (bytes) that `serving_module` freezes into the graph by default. A frozen graph
-# costs memory where it is served: TensorFlow's loaders and its first call of each signature
-# keep several copies of the graph's constants (the demo classifier's 87 MB of float32
-# weights: ~1.3 GB more in a TF2-loader process than with variables, ~0.8 GB in the session
-# loader TF Serving uses). Small models gain most from freezing (their batch-1 calls are
-# TensorFlow's per-op cost; an int8 model's weight-derived tensors, folded once), so up to
-# 256 MiB (all-MiniLM-L6-v2, BERT-small, BERT-base int8) are frozen; larger ones keep their
-# variables (BERT-base float32: ~0.2 ms of variable reads in a call of tens of ms). (A
-# SavedModel's graph is one protocol buffer, which could not pass 2 GiB in any case.)
-FREEZE_LIMIT_BYTES = 1 << 28  # 256 MiB
-
-
-def weight_bytes(model):
-    """Bytes of the model's weights, as stored."""
-    return sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in model.weights)
+    made = []
+    with serving_graph.building(constants=True, variables=made):
+        forward = tf.function(run, autograph=False).get_concrete_function(specs)
+    captured = {id(t) for t in forward.captured_inputs}
+    return forward, [v for v in [v.value for v in model.variables] + made
+                     if id(v.handle) in captured]

@@ -232,13 +232,17 @@ class Dense(keras.layers.Dense):
         fused = not self.lora_enabled and (own is None or activation is not None)
         if fused and (activation is None or addend is None):
             weights = self._kernel, self.kernel_scale, self.kernel_column_sums, self.bias
+            kernel_range = None
             if serving_graph.constants():
                 # A serving export's graph: the weights as constants of the graph where the
-                # call is traced (a cond around the call then takes no tensor for them)
+                # call is traced (a cond around the call then takes no tensor for them), the
+                # kernel's range computed once
                 weights = [None if w is None else serving_graph.constant(w) for w in weights]
+                kernel_range = serving_graph.tensor(
+                    int8.kernel_range(serving_graph.value(self.kernel_scale)))
             kernel, scale, sums, bias = weights
             return int8.matmul(quantized, kernel, scale, sums, bias=bias,
-                               activation=activation, addend=addend)
+                               activation=activation, addend=addend, kernel_range=kernel_range)
         y = int8.matmul(quantized, self._kernel, self.kernel_scale, self.kernel_column_sums,
                         bias=self.bias)
         if self.lora_enabled:

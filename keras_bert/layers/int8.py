@@ -36,6 +36,7 @@ True
 import contextlib
 import functools
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import context, execute
 from tensorflow.python.framework import kernels, op_def_library
@@ -169,7 +170,14 @@ def column_sums(kernel, kernel_scale):
     return sums / tf.cast(kernel_scale, tf.float32)
 
 
-def matmul(x, kernel, kernel_scale, sums, bias=None, activation=None, addend=None):
+def kernel_range(kernel_scale):
+    """Each column's float range of an int8 kernel, ``127 / kernel_scale`` (NumPy in, NumPy
+    out): what `matmul` gives the kernel."""
+    return np.float32(127.0) / np.asarray(kernel_scale, np.float32)
+
+
+def matmul(x, kernel, kernel_scale, sums, bias=None, activation=None, addend=None,
+           kernel_range=None):
     """``activation(dequantized(x) @ (kernel / kernel_scale) + bias)``, or that ``+ addend``
     without an activation: float32 ``[rows, n]``, one oneDNN kernel.
 
@@ -181,13 +189,18 @@ def matmul(x, kernel, kernel_scale, sums, bias=None, activation=None, addend=Non
         bias: float32 ``[n]`` or None.
         activation: None or an `ACTIVATIONS` name.
         addend: None or float32 ``[rows, n]`` (a residual), added last.
+        kernel_range: `kernel_range` of ``kernel_scale``, made once (then ``kernel_scale``
+            is not read): the kernel keys its cache of oneDNN primitives on the address of
+            this tensor, so a range computed in each call builds a new primitive in each
+            call (a graph whose weights are variables; a frozen graph folds it).
     """
     values, low, width = x
     offset = low * tf.convert_to_tensor(sums, tf.float32)
     bias = offset if bias is None else tf.cast(bias, tf.float32) + offset
     kernel = tf.bitcast(tf.convert_to_tensor(kernel, tf.int8), tf.qint8)
     # Each column's float range: the kernel's weight scale is max(|min_b|, |max_b|) / 127.
-    w_range = 127.0 / tf.cast(kernel_scale, tf.float32)
+    w_range = (kernel_range if kernel_range is not None
+               else 127.0 / tf.cast(kernel_scale, tf.float32))
     fused, extra = ["BiasAdd"], []
     if activation is not None:
         if addend is not None:

@@ -11,11 +11,12 @@ as a one-operand ``tf.einsum`` runs on TensorFlow's own transpose in ~5 us. Insi
 * the attention heads move with ``tf.einsum`` (`heads_first`, `heads_last`) instead of
   ``tf.transpose``: the same values; projections computed side by side move together and
   split along the first axis, without a copy (`split_heads`);
-* with ``constants=True`` (the export then freezes every variable into the graph), query,
-  key and value run as one matmul on a kernel concatenated once, at trace time, from the
-  three layers' weights (`fused_projection`), then split: float32 sums in another order
-  (within float32 rounding), int8 exactly the three kernels' arithmetic, per column; the
-  attention's scale is folded into the queries' weights;
+* with ``constants=True`` (weights read once, at trace time), query, key and value run as
+  one matmul on a kernel concatenated from the three layers' weights (`fused_projection`),
+  then split: float32 sums in another order (within float32 rounding), int8 exactly the
+  three kernels' arithmetic, per column; the attention's scale is folded into the queries'
+  weights. What is computed so becomes a constant of the graph, or with ``variables=[...]``
+  (what a serving export does) a new variable when it is large (`tensor`);
 * the conds that choose kernels by size (`attention`, `layer_norm`) take few tensors: each
   costs a few nodes per call;
 * int8 kernels keep their reordered weights between calls (`int8.constant_weights`);
@@ -48,6 +49,7 @@ True
 
 import contextlib
 import functools
+import hashlib
 import math
 
 import keras
@@ -63,21 +65,36 @@ _STATE = None
 _TOKENS = None
 # Inside `building`: what `constant` made, by graph and variable.
 _CONSTANTS = {}
+# Inside `building(variables=...)`: that list, and the variables `tensor` made, by content.
+_STORE = None
+_STORED = {}
 
 
 @contextlib.contextmanager
-def building(constants=True):
+def building(constants=True, variables=None):
     """Layer calls traced inside the block build the serving inference graph (see the module
-    docstring). ``constants``: weights may be read once, at trace time, into constants (for
-    an export that freezes its variables; a graph traced so keeps the weights it saw)."""
-    global _STATE, _CONSTANTS
-    previous, _STATE = (_STATE, _CONSTANTS), bool(constants)
-    _CONSTANTS = {}
+    docstring). ``constants``: weights may be read once, at trace time, into constants (a
+    graph traced so keeps the weights it saw).
+
+    ``variables``, a list (with ``constants``): what is read at trace time and takes more
+    than `SMALL_WEIGHT_BYTES` stays in variables instead of constants: the weights the layers
+    compute from theirs (the concatenated kernels of `fused_projection`, an int8 block's
+    feed-forward halves) become new non-trainable variables, appended to the list (one per
+    distinct value), and a layer's own weights are read from its variables. An export saves
+    those with its graph: the computation of a graph with constants, and the memory of one
+    with variables where it is loaded (TensorFlow's loaders copy a graph's constants several
+    times)."""
+    global _STATE, _CONSTANTS, _STORE, _STORED
+    if variables is not None and not constants:
+        raise ValueError("building(variables=...) keeps what is read at trace time: it "
+                         "needs constants=True")
+    previous, _STATE = (_STATE, _CONSTANTS, _STORE, _STORED), bool(constants)
+    _CONSTANTS, _STORE, _STORED = {}, variables, {}
     try:
         with int8.constant_weights():
             yield
     finally:
-        _STATE, _CONSTANTS = previous
+        _STATE, _CONSTANTS, _STORE, _STORED = previous
 
 
 @contextlib.contextmanager
@@ -165,12 +182,40 @@ def value(variable):
 def constant(variable):
     """``variable``'s value as a constant of the graph being traced (`constants` must hold),
     made once per graph: each branch of a cond is a graph of its own and makes its own (a
-    cond takes no tensor for it), calls in the same graph share it."""
+    cond takes no tensor for it), calls in the same graph share it. With
+    ``building(variables=...)``, a read of ``variable`` itself."""
+    if _STORE is not None and _nbytes(variable) > SMALL_WEIGHT_BYTES:
+        return tf.convert_to_tensor(variable)
     graph = tf.compat.v1.get_default_graph()
     key = (id(graph), id(variable))
     if key not in _CONSTANTS:  # (the graph and variable kept: their ids stay theirs)
         _CONSTANTS[key] = graph, variable, tf.constant(value(variable))
     return _CONSTANTS[key][2]
+
+
+# With ``building(variables=...)``, weights of at most this many bytes (biases, scales,
+# LayerNorms' factors) are still constants: tens of KB in all, which TensorFlow folds into
+# the ops that use them (each variable read is an op or two in each call).
+SMALL_WEIGHT_BYTES = 1 << 16
+
+
+def _nbytes(variable):
+    return int(np.prod(variable.shape)) * tf.as_dtype(variable.dtype).size
+
+
+def tensor(array):
+    """The NumPy ``array`` (computed at trace time from weights; `constants` must hold) as a
+    tensor of the graph being traced: a constant, or with ``building(variables=...)`` a read
+    of a non-trainable variable holding it, made once for each distinct value."""
+    array = np.asarray(array)
+    if _STORE is None or array.nbytes <= SMALL_WEIGHT_BYTES:
+        return tf.constant(array)
+    key = (array.dtype.str, array.shape, hashlib.sha256(array.tobytes()).digest())
+    if key not in _STORED:
+        with tf.init_scope():
+            _STORED[key] = tf.Variable(array, trainable=False, name="serving_weight")
+        _STORE.append(_STORED[key])
+    return tf.convert_to_tensor(_STORED[key])
 
 
 def fusable(layers, use_int8):
@@ -192,15 +237,15 @@ def fused_projection(layers, x, first_scale=1.0):
     scales = [np.full([layer.units], first_scale if i == 0 else 1.0, np.float32)
               for i, layer in enumerate(layers)]
     scales = np.concatenate(scales)
-    bias = tf.constant(np.concatenate([value(layer.bias) for layer in layers]) * scales)
+    bias = tensor(np.concatenate([value(layer.bias) for layer in layers]) * scales)
     kernel = np.concatenate([value(layer._kernel) for layer in layers], axis=1)
     if isinstance(x, int8.Quantized):
         # The int8 kernel stays; its columns' scales carry the factor.
         kernel_scale = np.concatenate([value(layer.kernel_scale) for layer in layers]) / scales
         sums = np.concatenate([value(layer.kernel_column_sums) for layer in layers]) * scales
-        return int8.matmul(x, tf.constant(kernel), tf.constant(kernel_scale),
-                           tf.constant(sums), bias=bias)
-    kernel = tf.cast(tf.constant(kernel * scales), x.dtype)  # folded into one constant
+        return int8.matmul(x, tensor(kernel), None, tensor(sums), bias=bias,
+                           kernel_range=tensor(int8.kernel_range(kernel_scale)))
+    kernel = tf.cast(tensor(kernel * scales), x.dtype)  # folded into one constant
     return tf.nn.bias_add(tf.matmul(x, kernel), tf.cast(bias, x.dtype))
 
 

@@ -376,8 +376,9 @@ class TransformerBlock(keras.layers.Layer):
 
     def _int8_feed_forward_weights(self, arrays, parts):
         # `_int8_feed_forward_arrays` in `parts` parts (`_int8_feed_forward_parts`):
-        # ([(kernel, scale, bias, sums) of each part's intermediate columns], [(kernel, sums)
-        # of its output rows], output scale, output bias); NumPy arrays made constants here.
+        # ([(kernel, kernel range, bias, sums) of each part's intermediate columns], [(kernel,
+        # sums) of its output rows], output kernel range, output bias), the ranges
+        # `int8.kernel_range`'s; NumPy arrays made tensors here (`serving_graph.tensor`).
         k1, s1, b1, sums1, k2, s2, b2, sums2 = arrays
         constant = isinstance(k1, np.ndarray)
         if parts == 1:
@@ -391,8 +392,13 @@ class TransformerBlock(keras.layers.Layer):
             else:
                 rows = [(k2[cut], int8.column_sums(k2[cut], s2)) for cut in cuts]
         if constant:
-            columns, rows, s2, b2 = tf.nest.map_structure(tf.constant, (columns, rows, s2, b2))
-        return columns, rows, s2, b2
+            columns = [(k, int8.kernel_range(s), b, sums) for k, s, b, sums in columns]
+            columns, rows, r2, b2 = tf.nest.map_structure(
+                serving_graph.tensor, (columns, rows, int8.kernel_range(s2), b2))
+        else:
+            columns = [(k, 127.0 / s, b, sums) for k, s, b, sums in columns]
+            r2 = 127.0 / s2
+        return columns, rows, r2, b2
 
     def _int8_feed_forward_parts(self, x, weights):
         # x + output(activation(intermediate(x))) for float32 x [rows, hidden] on the int8
@@ -400,15 +406,17 @@ class TransformerBlock(keras.layers.Layer):
         # the intermediate layer's columns and the output layer's rows in parts side by
         # side, each part of the activations quantized with its own range, the parts'
         # outputs summed. One part is what the layers' calls compute.
-        columns, rows, scale, bias = weights
+        columns, rows, kernel_range, bias = weights
         quantized = int8.quantize(x)
         outputs = []
-        for i, ((k1, s1, b1, sums1), (k2, sums2)) in enumerate(zip(columns, rows)):
-            hidden = int8.matmul(quantized, k1, s1, sums1, bias=b1, activation=self.hidden_act)
+        for i, ((k1, r1, b1, sums1), (k2, sums2)) in enumerate(zip(columns, rows)):
+            hidden = int8.matmul(quantized, k1, None, sums1, bias=b1,
+                                 activation=self.hidden_act, kernel_range=r1)
             # The first part carries the bias and the residual.
             outputs.append(int8.matmul(
-                int8.quantize(hidden, low=int8.ACTIVATION_LOW[self.hidden_act]), k2, scale,
-                sums2, bias=bias if i == 0 else None, addend=x if i == 0 else None))
+                int8.quantize(hidden, low=int8.ACTIVATION_LOW[self.hidden_act]), k2, None,
+                sums2, bias=bias if i == 0 else None, addend=x if i == 0 else None,
+                kernel_range=kernel_range))
         return tf.add_n(outputs)
 
     def _norm(self, norm, x, training):

@@ -1,6 +1,8 @@
 """model.export: the serving SavedModel of every task model gives the Keras model's outputs on
 raw strings (serving_default) and on packed ids (serving_ids); its errors."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -328,53 +330,65 @@ def test_serving_computes_only_up_to_the_longest_text_of_the_batch(encoder, tmp_
         tagger_ids(**poisoned)
 
 
-def test_the_export_freezes_its_weights_into_a_lean_graph(tmp_path, monkeypatch):
-    """The serving graph holds the weights as constants (no variable to read), moves the
-    attention heads without transposes and runs query, key and value as one matmul; a model
-    over FREEZE_LIMIT_BYTES keeps its variables (and its three matmuls). Both answer what the
-    model predicts, on a model whose outputs depend on the text."""
-    from keras_bert.export import task_export
+def _saved_shapes(path):
+    """Shapes of the variables a SavedModel saved, and of the constants its functions hold."""
+    from keras_bert.export.ops import _read
+
+    reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    variables = [tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()
+                 if name.startswith("variables/")]
+    constants = [tuple(d.size for d in node.attr["value"].tensor.tensor_shape.dim)
+                 for graph in _read(path).meta_graphs
+                 for function in graph.graph_def.library.function
+                 for node in function.node_def if node.op == "Const"]
+    return variables, constants
+
+
+def test_the_export_is_a_lean_graph_its_large_weights_in_variables(tmp_path, monkeypatch):
+    """The serving graph moves the attention heads without transposes and runs query, key
+    and value as one matmul, on a kernel concatenated at export time. Weights of at most
+    `serving_graph.SMALL_WEIGHT_BYTES` it computes from (biases, LayerNorms' factors, the
+    concatenated kernels of a small model) are constants of the graph; larger ones are
+    variables, the concatenated kernel a variable of its own and the three kernels it was
+    made of not saved. Both answer what the model predicts, on a model whose outputs depend
+    on the text."""
     from keras_bert.export.ops import saved_ops
+    from keras_bert.layers import serving_graph
 
     model = keras_bert.BertClassifier(tiny_encoder(seed=3, **TEXT_DEPENDENT), 3,
                                       preprocessor=keras_bert.BertPreprocessor(VOCAB, 16))
     want = model.predict(TEXTS, verbose=0)
     assert np.ptp(want, axis=0).min() > 0.01  # every logit moves with the text (1e-5 tests)
-    assert 0 < task_export.weight_bytes(model) < task_export.FREEZE_LIMIT_BYTES
-    frozen = _export(model, tmp_path, name="frozen")
-    monkeypatch.setattr(task_export, "FREEZE_LIMIT_BYTES", 0)
-    variables = _export(model, tmp_path, name="variables")
-    for serve, ids in (frozen, variables):
+    small = _export(model, tmp_path, name="small")  # hidden 16: every kernel of few bytes
+    monkeypatch.setattr(serving_graph, "SMALL_WEIGHT_BYTES", 0)
+    large = _export(model, tmp_path, name="large")
+    for serve, ids in (small, large):
         np.testing.assert_allclose(serve(text=tf.constant(TEXTS))["logits"], want, atol=1e-5)
         np.testing.assert_allclose(ids(**_packed(model, TEXTS))["logits"], want, atol=1e-5)
-    loaded = {name: tf.saved_model.load(str(tmp_path / name / "1"))
-              for name in ("frozen", "variables")}
-    assert not loaded["frozen"].variables
-    assert len(loaded["variables"].variables) == len(model.variables)
-    ops = {name: saved_ops(str(tmp_path / name / "1")) for name in loaded}
-    assert "ReadVariableOp" not in ops["frozen"] and "ReadVariableOp" in ops["variables"]
-    for name in ops:
-        assert "Transpose" not in ops[name] and "Einsum" in ops[name], name
-        assert "BatchMatMulV3" in ops[name]  # small attention products, off oneDNN
-    # Query, key and value in one matmul of the frozen graph: a [hidden, 3 * hidden] kernel
-    # (hidden 16) in the first layer; the last computes only [CLS]'s query (a [hidden,
-    # hidden] kernel) and every row's key and value in one matmul ([hidden, 2 * hidden], the
-    # intermediate kernels' shape too: intermediate size 32). The other [hidden, hidden]
-    # kernels: the two attention outputs and the pooler.
-    from keras_bert.export.ops import _read
-
-    shapes = [tuple(d.size for d in node.attr["value"].tensor.tensor_shape.dim)
-              for graph in _read(str(tmp_path / "frozen" / "1")).meta_graphs
-              for function in graph.graph_def.library.function
-              for node in function.node_def if node.op == "Const"]
-    assert [shapes.count(s) for s in ((16, 48), (16, 32), (16, 16))] == [1, 3, 4], shapes
+    for name in ("small", "large"):
+        ops = saved_ops(str(tmp_path / name / "1"))
+        assert "Transpose" not in ops and "Einsum" in ops, name
+        assert "BatchMatMulV3" in ops, name  # small attention products, off oneDNN
+    # Query, key and value in one matmul: a [hidden, 3 * hidden] kernel (hidden 16) in the
+    # first layer; the last computes only [CLS]'s query (a [hidden, hidden] kernel) and
+    # every row's key and value in one matmul ([hidden, 2 * hidden], the intermediate
+    # kernels' shape too: intermediate size 32). The other [hidden, hidden] kernels: the two
+    # attention outputs and the pooler.
+    fused = [(16, 48), (16, 32), (16, 16)]
+    variables, constants = _saved_shapes(str(tmp_path / "large" / "1"))
+    assert [variables.count(s) for s in fused] == [1, 3, 4], variables
+    assert (16, 48) not in constants and (16, 32) not in constants
+    small_variables, constants = _saved_shapes(str(tmp_path / "small" / "1"))
+    assert [constants.count(s) for s in fused[:2]] == [1, 1], constants  # the fused kernels
+    assert (16, 48) not in small_variables
+    assert len(small_variables) < len(variables) < len(model.variables)
 
 
 def test_calls_of_few_tokens_take_a_graph_traced_for_them(tmp_path, monkeypatch):
     """The traced serving call of an int8 model: one cond, on the call's tokens, between the
     model traced for at most `serving_graph.small_tokens` tokens (no cond inside) and the
     general graph; texts on either side of it answer what the model predicts. A float32
-    model, or one with its variables, traces the general graph alone."""
+    model traces the general graph alone."""
     from keras_bert.export import task_adapters, task_export
     from keras_bert.layers import serving_graph
 
@@ -387,7 +401,7 @@ def test_calls_of_few_tokens_take_a_graph_traced_for_them(tmp_path, monkeypatch)
     assert serving_graph.small_tokens(model) is None
     model.quantize("int8")
     assert serving_graph.small_tokens(model) == 12
-    graph = task_export.traced_forward(model, specs, frozen=True).graph
+    graph = task_export.traced_forward(model, specs)[0].graph
     functions = {f.signature.name: f for f in graph.as_graph_def().library.function}
 
     def conds(nodes):  # (not the model's input checks: tf.debugging's guards)
@@ -404,11 +418,6 @@ def test_calls_of_few_tokens_take_a_graph_traced_for_them(tmp_path, monkeypatch)
     (top,) = conds(graph.as_graph_def().node)
     small, general = branches(top)
     assert inside(small) == [] and len(inside(general)) >= 2 * 2
-    # Without constants (a model over FREEZE_LIMIT_BYTES): the general graph alone, the
-    # blocks' own conds at its top.
-    plain = conds(task_export.traced_forward(model, specs, frozen=False).graph
-                  .as_graph_def().node)
-    assert plain and all("/transformer_block_" in node.name for node in plain)
     serve, _ = _export(model, tmp_path)
     want = model.predict(TEXTS, verbose=0)
     np.testing.assert_allclose(serve(text=tf.constant(TEXTS))["logits"], want, atol=1e-5)

@@ -115,6 +115,15 @@ def test_the_kernel_computes_the_integer_arithmetic(fusion, graph):
     assert np.abs(y - float_y).max() < 0.02 * np.abs(float_y).max()
 
 
+def test_a_kernel_range_made_in_advance_is_the_scale_s():
+    # what a serving export gives the kernel (the same float32 division, made once)
+    x = int8.quantize(tf.constant(X))
+    want = int8.matmul(x, KERNEL, SCALE, SUMS, BIAS, activation="gelu").numpy()
+    ranged = int8.matmul(x, KERNEL, None, SUMS, BIAS, activation="gelu",
+                         kernel_range=tf.constant(int8.kernel_range(SCALE)))
+    np.testing.assert_array_equal(ranged.numpy(), want)
+
+
 def test_without_tensorflows_onednn_rewrites_the_results_are_the_same(tmp_path):
     # TF_ENABLE_ONEDNN_OPTS=0 turns off TensorFlow's oneDNN graph rewrites (the int8 kernel
     # stays): the quantization then runs the same kernel and the results do not change.

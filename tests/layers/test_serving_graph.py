@@ -434,6 +434,39 @@ def test_constants_are_made_once_per_graph():
     np.testing.assert_array_equal(traced(tf.constant(-1.0)), np.arange(6).reshape(2, 3) * 5)
 
 
+def test_with_variables_large_weights_are_read_and_computed_ones_stored(monkeypatch):
+    """``building(variables=[...])``: a weight of more than SMALL_WEIGHT_BYTES is read from
+    its variable, an array computed at trace time becomes one new variable per distinct
+    value (appended to the list, read in every graph that uses it); small ones stay
+    constants."""
+    monkeypatch.setattr(serving_graph, "SMALL_WEIGHT_BYTES", 8)
+    variable = tf.Variable(np.arange(6, dtype="float32").reshape(2, 3))
+    small = tf.Variable(np.float32([1.0, 2.0]))  # 8 bytes
+    computed = np.arange(6, dtype="float32").reshape(2, 3) + 10
+
+    def call(x):
+        branch = tf.cond(x > 0, lambda: serving_graph.tensor(computed) * 2.0,
+                         lambda: serving_graph.tensor(computed.copy()) * 3.0)
+        return (serving_graph.constant(variable) + serving_graph.tensor(computed) + branch
+                + tf.reduce_sum(serving_graph.constant(small))
+                + serving_graph.tensor(np.float32([5.0])))
+
+    made = []
+    with serving_graph.building(variables=made):
+        traced = tf.function(call).get_concrete_function(tf.TensorSpec([]))
+    assert len(made) == 1 and not made[0].trainable  # the computed array, once
+    np.testing.assert_array_equal(made[0].numpy(), computed)
+    captured = {id(t) for t in traced.captured_inputs}
+    assert {id(variable.handle), id(made[0].handle)} <= captured
+    assert id(small.handle) not in captured  # a constant
+    np.testing.assert_array_equal(traced(tf.constant(1.0)), variable.numpy() + computed * 3 + 8)
+    variable.assign(variable * 0)  # read in each call
+    np.testing.assert_array_equal(traced(tf.constant(-1.0)), computed * 4 + 8)
+    with pytest.raises(ValueError, match="constants=True"):
+        with serving_graph.building(constants=False, variables=[]):
+            pass
+
+
 def test_layers_with_lora_are_not_fused():
     block, _ = _block()
     block.query.enable_lora(2)
