@@ -197,16 +197,14 @@ def keras_bert_fp32_plain(setup):
 
     import tensorflow as tf
 
-    from keras_bert.export import task_export
     from keras_bert.layers import int8, serving_graph
 
     model = setup.keras_model()
     path = os.path.join(setup.workdir, "fp32_plain", "1")
-    def plain(constants=True):  # the layers' ordinary calls, int8 weights cached
-        return int8.constant_weights()
+    def plain(constants=True, variables=None):  # the layers' ordinary calls
+        return int8.constant_weights()  # (int8 weights cached)
 
-    with mock.patch.object(serving_graph, "building", plain), \
-            mock.patch.object(task_export, "FREEZE_LIMIT_BYTES", -1):
+    with mock.patch.object(serving_graph, "building", plain):
         path = model.export(path)
     serve = tf.saved_model.load(path).signatures["serving_default"]
     return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()

@@ -42,7 +42,8 @@ SMALL_RUNS = {
                  "--burst_requests=40", "--connections=8", "--read_timeout_ms=1000"],
     "serve_cpu.py": ["--model=tiny", "--seq_length=16", "--data=wikipedia", "--max_texts=8",
                      "--latency_texts=2", "--rounds=1",
-                     "--contenders=keras_bert_fp32,keras_bert_fp32_session,litert_int8,ort_int8"],
+                     "--contenders=keras_bert_fp32,keras_bert_fp32_session,keras_bert_fp32_plain,"
+                     "keras_bert_int8_session,litert_int8,ort_int8"],
     "tokenize.py": ["--max_lines=20", "--repeats=1"],
 }
 
@@ -68,7 +69,8 @@ RAN = {
                     lambda s: _names(s["results"], "model")),
     "serve.py": (["grpc", "rest"],
                  lambda s: sorted({m.split()[0] for m in s["modes"]} & {"grpc", "rest"})),
-    "serve_cpu.py": (["keras_bert_fp32", "keras_bert_fp32_session", "litert_int8", "ort_int8"],
+    "serve_cpu.py": (["keras_bert_fp32", "keras_bert_fp32_plain", "keras_bert_fp32_session",
+                      "keras_bert_int8_session", "litert_int8", "ort_int8"],
                      lambda s: sorted(row["contender"] for row in s["rows"])),
     "tokenize.py": (["HF BertTokenizerFast", "keras_bert BertTokenizer",
                      "keras_bert in tf.data", "keras_hub WordPieceTokenizer",
