@@ -183,7 +183,8 @@ def constant(variable):
     """``variable``'s value as a constant of the graph being traced (`constants` must hold),
     made once per graph: each branch of a cond is a graph of its own and makes its own (a
     cond takes no tensor for it), calls in the same graph share it. With
-    ``building(variables=...)``, a read of ``variable`` itself."""
+    ``building(variables=...)``, a ``variable`` of more than `SMALL_WEIGHT_BYTES` is read
+    as it is instead."""
     if _STORE is not None and _nbytes(variable) > SMALL_WEIGHT_BYTES:
         return tf.convert_to_tensor(variable)
     graph = tf.compat.v1.get_default_graph()
