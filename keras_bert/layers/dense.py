@@ -80,6 +80,15 @@ class Dense(keras.layers.Dense):
         super().__init__(units, **kwargs)
 
     def call(self, inputs, training=None):
+        if (serving_graph.inference(training) and serving_graph.constants()
+                and not self.lora_enabled and self.quantization_mode is None):
+            # A serving export's graph: Keras' computation, the weights read at trace time
+            # in the compute dtype (`serving_graph.weight`: a mixed-precision layer casts
+            # no weight per call).
+            x = ops.matmul(inputs, serving_graph.weight(self._kernel, self.compute_dtype))
+            if self.bias is not None:
+                x = ops.add(x, serving_graph.weight(self.bias, self.compute_dtype))
+            return self.activation(x) if self.activation is not None else x
         if not self.lora_enabled or self.quantization_mode is not None:
             return super().call(inputs, training=training)
         x = ops.matmul(inputs, self._kernel)

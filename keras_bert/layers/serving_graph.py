@@ -174,9 +174,17 @@ def heads_last(x):
 
 
 def value(variable):
-    """A variable's current value as a numpy array, read eagerly even while tracing."""
-    with tf.init_scope():
+    """A variable's current value as a numpy array, read eagerly even while tracing, in the
+    dtype it is stored in (not a mixed-precision layer's compute dtype)."""
+    with tf.init_scope(), _stored_dtype():
         return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+
+
+def _stored_dtype():
+    # Inside a mixed-precision layer's call, Keras reads its float variables in the compute
+    # dtype (autocast): reads in this block see the stored values.
+    from keras.src.backend.common.variables import AutocastScope  # (no public name)
+    return AutocastScope(None)
 
 
 def constant(variable):
@@ -186,7 +194,8 @@ def constant(variable):
     ``building(variables=...)``, a ``variable`` of more than `SMALL_WEIGHT_BYTES` is read
     as it is instead."""
     if _STORE is not None and _nbytes(variable) > SMALL_WEIGHT_BYTES:
-        return tf.convert_to_tensor(variable)
+        with _stored_dtype():
+            return tf.convert_to_tensor(variable)
     graph = tf.compat.v1.get_default_graph()
     key = (id(graph), id(variable))
     if key not in _CONSTANTS:  # (the graph and variable kept: their ids stay theirs)
@@ -201,7 +210,12 @@ SMALL_WEIGHT_BYTES = 1 << 16
 
 
 def _nbytes(variable):
-    return int(np.prod(variable.shape)) * tf.as_dtype(variable.dtype).size
+    return int(np.prod(variable.shape)) * _dtype(variable).size
+
+
+def _dtype(variable):
+    with _stored_dtype():
+        return tf.as_dtype(variable.dtype)
 
 
 def tensor(array):
@@ -217,6 +231,16 @@ def tensor(array):
             _STORED[key] = tf.Variable(array, trainable=False, name="serving_weight")
         _STORE.append(_STORED[key])
     return tf.convert_to_tensor(_STORED[key])
+
+
+def weight(variable, dtype=None):
+    """``variable``'s value for the graph being traced (`constants` must hold) in ``dtype``
+    (default: its own): as `constant` gives it, or, in another dtype (a mixed-precision
+    layer's compute dtype), cast once at trace time (`tensor`) rather than in every call."""
+    dtype = tf.as_dtype(dtype or _dtype(variable))
+    if dtype == _dtype(variable):
+        return constant(variable)
+    return tensor(value(variable).astype(dtype.as_numpy_dtype))
 
 
 def fusable(layers, use_int8):
@@ -246,7 +270,8 @@ def fused_projection(layers, x, first_scale=1.0):
         sums = np.concatenate([value(layer.kernel_column_sums) for layer in layers]) * scales
         return int8.matmul(x, tensor(kernel), None, tensor(sums), bias=bias,
                            kernel_range=tensor(int8.kernel_range(kernel_scale)))
-    kernel = tf.cast(tensor(kernel * scales), x.dtype)  # folded into one constant
+    # (in the compute dtype at trace time: a mixed-precision call casts nothing)
+    kernel = tensor((kernel * scales).astype(x.dtype.as_numpy_dtype))
     return tf.nn.bias_add(tf.matmul(x, kernel), tf.cast(bias, x.dtype))
 
 

@@ -116,10 +116,12 @@ def test_the_serving_graph_has_fewer_ops(monkeypatch):
         ops = _ops(function)
         assert "Transpose" not in ops and "Einsum" in ops, ops
         assert ops.count("MatMul") == matmuls and "BatchMatMulV3" in ops
-    # The fused kernel and bias and the LayerNorms' scales and offsets are constants, the
-    # weights as they were when traced: ten variable reads fewer (query, key and value's
-    # kernels and biases, two gammas and betas).
-    assert _ops(serve).count("ReadVariableOp") == _ops(variables).count("ReadVariableOp") - 10
+    # With constants every weight is one, as it was when traced (the fused kernel and bias,
+    # the other Dense layers', the LayerNorms' scales and offsets): no variable read, where
+    # the graph traced without constants reads sixteen (eight kernels and biases, two
+    # gammas and betas).
+    assert _ops(serve).count("ReadVariableOp") == 0
+    assert _ops(variables).count("ReadVariableOp") == 16
 
 
 def test_conds_take_few_tensors(monkeypatch):
@@ -465,6 +467,36 @@ def test_with_variables_large_weights_are_read_and_computed_ones_stored(monkeypa
     with pytest.raises(ValueError, match="constants=True"):
         with serving_graph.building(constants=False, variables=[]):
             pass
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_a_mixed_precision_dense_casts_its_weights_at_trace_time(small, monkeypatch):
+    """A mixed_bfloat16 Dense in the serving graph: Keras' computation on its weights cast to
+    bfloat16 once (a bfloat16 constant, or a new bfloat16 variable when large), never a cast
+    of a weight per call; the outputs equal the layer's own within bfloat16 rounding (one
+    step of 2^-7 and less: oneDNN's fused matmul, bias and GELU round once, and on constant
+    weights it picks another kernel)."""
+    from keras_bert.layers.dense import Dense
+
+    if not small:
+        monkeypatch.setattr(serving_graph, "SMALL_WEIGHT_BYTES", 0)
+    layer = Dense(8, activation="gelu", dtype="mixed_bfloat16")
+    x = np.random.default_rng(0).normal(size=(3, 5)).astype("float32")
+    want = layer(x).numpy()
+    made = []
+    with serving_graph.building(variables=made):
+        serve = tf.function(lambda t: layer(t, training=False)).get_concrete_function(
+            tf.TensorSpec([None, 5]))
+    casts = [op for op in serve.graph.get_operations() if op.type == "Cast"]
+    assert "Placeholder" in [op.inputs[0].op.type for op in casts]  # the input's
+    assert not [op for op in casts if op.inputs[0].op.type == "ReadVariableOp"
+                or op.outputs[0].shape.as_list() in ([5, 8], [8])]  # no weight's
+    assert [(v.dtype, tuple(v.shape)) for v in made] == (
+        [] if small else [(tf.bfloat16, (5, 8)), (tf.bfloat16, (8,))])
+    got = serve(tf.constant(x)).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.astype("float32"), want.astype("float32"), rtol=2 ** -7,
+                               atol=2 ** -10)
 
 
 def test_layers_with_lora_are_not_fused():
