@@ -34,7 +34,9 @@ def bases(litert_version, tmp_path_factory):
 @pytest.fixture(scope="module")
 def servers(bases):
     """(the server preferring LiteRT, the one serving the SavedModel of the same version)."""
-    batching = BatchingOptions(max_batch_size=16, batch_timeout_micros=1000)
+    # (a batch waits up to 50 ms for more requests: eight released together arrive within it
+    # even on a loaded machine, where 1 ms saw each of them computed alone)
+    batching = BatchingOptions(max_batch_size=16, batch_timeout_micros=50_000)
     lite = ModelServer([ModelConfig("sentiment", bases["both"]),
                         ModelConfig("lite_only", bases["lite"])],
                        grpc_port=0, rest_api_port=0, batching=batching, poll_wait_seconds=-1,
