@@ -245,10 +245,11 @@ class Dense(keras.layers.Dense):
             if serving_graph.constants():
                 # A serving export's graph: the weights as constants of the graph where the
                 # call is traced (a cond around the call then takes no tensor for them), the
-                # kernel's range computed once
-                weights = [None if w is None else serving_graph.constant(w) for w in weights]
+                # kernel's range in place of its scale, computed once
                 kernel_range = serving_graph.tensor(
                     int8.kernel_range(serving_graph.value(self.kernel_scale)))
+                weights = [None if w is None or w is self.kernel_scale
+                           else serving_graph.constant(w) for w in weights]
             kernel, scale, sums, bias = weights
             return int8.matmul(quantized, kernel, scale, sums, bias=bias,
                                activation=activation, addend=addend, kernel_range=kernel_range)

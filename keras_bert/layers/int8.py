@@ -171,9 +171,15 @@ def column_sums(kernel, kernel_scale):
 
 
 def kernel_range(kernel_scale):
-    """Each column's float range of an int8 kernel, ``127 / kernel_scale`` (NumPy in, NumPy
-    out): what `matmul` gives the kernel."""
-    return np.float32(127.0) / np.asarray(kernel_scale, np.float32)
+    """Each column's float range of an int8 kernel, ``127 / kernel_scale``: what `matmul`
+    gives the kernel. A NumPy array in, one out (computed at trace time); else a float32
+    tensor."""
+    if isinstance(kernel_scale, np.ndarray):
+        return np.float32(127.0) / kernel_scale.astype(np.float32)
+    return 127.0 / tf.cast(kernel_scale, tf.float32)
+
+
+_range_of = kernel_range  # (for `matmul`, whose argument of that name hides it)
 
 
 def matmul(x, kernel, kernel_scale, sums, bias=None, activation=None, addend=None,
@@ -199,8 +205,8 @@ def matmul(x, kernel, kernel_scale, sums, bias=None, activation=None, addend=Non
     bias = offset if bias is None else tf.cast(bias, tf.float32) + offset
     kernel = tf.bitcast(tf.convert_to_tensor(kernel, tf.int8), tf.qint8)
     # Each column's float range: the kernel's weight scale is max(|min_b|, |max_b|) / 127.
-    w_range = (kernel_range if kernel_range is not None
-               else 127.0 / tf.cast(kernel_scale, tf.float32))
+    w_range = tf.convert_to_tensor(
+        kernel_range if kernel_range is not None else _range_of(kernel_scale), tf.float32)
     fused, extra = ["BiasAdd"], []
     if activation is not None:
         if addend is not None:

@@ -391,14 +391,9 @@ class TransformerBlock(keras.layers.Layer):
                 rows = [(k2[cut], k2[cut].astype(np.float32).sum(axis=0) / s2) for cut in cuts]
             else:
                 rows = [(k2[cut], int8.column_sums(k2[cut], s2)) for cut in cuts]
-        if constant:
-            columns = [(k, int8.kernel_range(s), b, sums) for k, s, b, sums in columns]
-            columns, rows, r2, b2 = tf.nest.map_structure(
-                serving_graph.tensor, (columns, rows, int8.kernel_range(s2), b2))
-        else:
-            columns = [(k, 127.0 / s, b, sums) for k, s, b, sums in columns]
-            r2 = 127.0 / s2
-        return columns, rows, r2, b2
+        columns = [(k, int8.kernel_range(s), b, sums) for k, s, b, sums in columns]
+        weights = columns, rows, int8.kernel_range(s2), b2
+        return tf.nest.map_structure(serving_graph.tensor, weights) if constant else weights
 
     def _int8_feed_forward_parts(self, x, weights):
         # x + output(activation(intermediate(x))) for float32 x [rows, hidden] on the int8
