@@ -28,7 +28,8 @@ anything (cold start: its start overlaps the throughput part); a burst of --burs
 again after it); --connections clients connecting at once; and the hostile requests of the
 server's probe, sent during the first round (each must be refused with a clear 4xx /
 INVALID_ARGUMENT while the clients go on, the memory under twice its idle figure). It fails
-when a check fails.
+when a check fails; with --notiming_checks the checks of how long things took are printed
+but do not fail it.
 """
 
 # The repository root in place of this folder on the import path (benchmarks/tokenize.py
@@ -79,6 +80,11 @@ flags.DEFINE_integer("deadline_ms", 1000, "Deadline of each request of the load 
 flags.DEFINE_integer("read_timeout_ms", 5000, "The load run's server's "
                      "--rest_api_read_timeout_in_ms (how long the stalled REST body of the "
                      "hostile requests is waited for).")
+flags.DEFINE_bool("timing_checks", True, "Whether the load run's checks of how long things "
+                  "took (no second without an answer, overload answered within a second, "
+                  "clients served within two deadlines after a cold start and after the burst) "
+                  "fail the run; false prints the ones that failed and goes on (a small run on "
+                  "a busy machine, as the test suite's).")
 flags.DEFINE_integer("burst_requests", 96, "Requests sent at once in the load run's burst.")
 flags.DEFINE_integer("connections", 24, "REST clients connecting at once in the load run.")
 
@@ -384,6 +390,11 @@ def _load_run(server, path, base, texts):
         code, out, err = server.stop()
     found["server_exit"] = code
     found["failed_checks"] = load_report.checks(found)
+    slow = load_report.timing_checks(found)
+    if FLAGS.timing_checks:
+        found["failed_checks"] += slow
+    else:
+        found["timing_checks_not_enforced"] = slow
     return found
 
 
