@@ -114,52 +114,47 @@ def serving_models(tmp_path_factory):
 
 
 # Seconds each of the heaviest test files takes (setup, call and teardown of all its tests,
-# one worker of `make test`), heaviest first: `make test` starts them first, so that its two
+# one worker of `make test`), heaviest first: `make test` starts them first, so that its
 # workers (whole files each: --dist loadfile --no-loadscope-reorder) finish together instead of
-# one waiting while the other runs a long file at the end. A file not listed runs after these,
+# one waiting while another runs a long file at the end. A file not listed runs after these,
 # in collection order. Only the order matters, not the figures; keep the list to the files
-# that take more than about 20 s. Refresh it from a run of the whole suite:
+# that take more than about 15 s. Refresh it from a run of the whole suite:
 #   make test PYTEST_ARGS=--durations=0 | tee durations.log
 #   awk '$2 ~ /^(setup|call|teardown)$/ {split($3, a, "::"); t[a[1]] += $1}
 #        END {for (f in t) printf "%6.0f %s\n", t[f], f}' durations.log | sort -rn | head -40
 # (tests/test_makefile.py checks that every file named here exists.)
-# Figures of 2026-11-27 (second pass): the per-file totals of a --durations=0 run of the whole
-# suite on the loaded 2-CPU VM, times 0.21 (that run took 5,357 s, a quiet CI run 1,111 s);
-# files changed since, times their measured change in CPU seconds.
+# Figures of 2026-11-29: the per-file totals of a --durations=0 run of the whole suite (two
+# workers, 866 s in all).
 FILE_SECONDS = {
-    "tests/export/test_task_export.py": 257,
-    "tests/benchmarks/test_scripts.py": 216,
-    "tests/tools/test_finetune.py": 101,
-    "tests/test_readme.py": 95,
-    "tests/models/test_task.py": 80,
-    "tests/models/test_quantization.py": 74,
-    "tests/tools/test_pretrain.py": 71,
-    "tests/export/test_litert.py": 51,
-    "tests/layers/test_transformer_block.py": 50,
-    "tests/export/test_export_loading.py": 49,
-    "tests/test_native_logs.py": 45,
-    "tests/models/test_lora.py": 42,
-    "tests/test_docstrings.py": 42,
-    "tests/examples/test_demo.py": 42,
-    "tests/tools/test_export_saved_model.py": 41,
-    "tests/models/test_token_classifier.py": 40,
-    "tests/models/test_pipeline_model.py": 33,
-    "tests/presets/test_download.py": 32,
-    "tests/tools/test_serve.py": 29,
-    "tests/data/pretraining/test_text_input.py": 26,
-    "tests/tools/test_create_pretraining_data.py": 25,
-    "tests/layers/test_saved_model_encoder.py": 24,
-    "tests/tools/test_build_vocab.py": 23,
-    "tests/training/test_finetune_run.py": 22,
-    "tests/training/test_embedding_evaluation.py": 22,
-    "tests/text/test_tokenizer.py": 20,
-    "tests/presets/test_hubs.py": 19,
-    "tests/training/test_pretraining_loop.py": 19,
-    "tests/models/test_pretrainer.py": 19,
-    "tests/examples/test_pretrain_mini.py": 16,
-    "tests/models/test_masked_lm.py": 16,
-    "tests/examples/test_question_answering.py": 16,
-    "tests/export/test_litert_model.py": 15,
+    "tests/benchmarks/test_scripts.py": 164,
+    "tests/test_readme.py": 102,
+    "tests/tools/test_pretrain.py": 99,
+    "tests/export/test_litert.py": 76,
+    "tests/tools/test_finetune.py": 75,
+    "tests/export/test_task_export.py": 67,
+    "tests/models/test_text_embedder.py": 64,
+    "tests/test_docstrings.py": 51,
+    "tests/examples/test_demo.py": 47,
+    "tests/tools/test_export_saved_model.py": 40,
+    "tests/tools/test_serve.py": 39,
+    "tests/models/test_lora.py": 36,
+    "tests/models/test_task.py": 35,
+    "tests/models/test_pipeline_model.py": 32,
+    "tests/export/test_export_loading.py": 32,
+    "tests/tools/test_create_pretraining_data.py": 28,
+    "tests/text/test_tokenizer.py": 27,
+    "tests/test_native_logs.py": 27,
+    "tests/presets/test_download.py": 27,
+    "tests/training/test_finetune_run.py": 26,
+    "tests/examples/test_pretrain_mini.py": 23,
+    "tests/models/test_classifier.py": 22,
+    "tests/models/test_quantization.py": 20,
+    "tests/layers/test_saved_model_encoder.py": 20,
+    "tests/test_fuzz.py": 16,
+    "tests/serving/test_grpc_service.py": 16,
+    "tests/models/test_token_classifier.py": 16,
+    "tests/layers/test_serving_graph.py": 16,
+    "tests/checkpoints/test_huggingface_heads.py": 15,
 }
 
 
