@@ -21,16 +21,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTEST_ARGS ?=
-# pytest-xdist workers. The CI machine has 2 cores; three workers keep both busy while a
-# test waits on a socket, a sleep or a server it started (2026-11-29, the whole suite:
-# 823 s on three workers, the CPUs idle 0.9% of the time and at most 12.7 GB of memory in
-# use; 866 and 879 s on two). Whole files go to one worker
+# pytest-xdist workers (the CI machine has 2 cores; many tests wait on subprocesses and
+# sockets, so two workers roughly halve the wall time; a third is slower: 2026-11-29, back to
+# back, the whole suite took 786 s on two workers, the CPUs idle 6.1% of the time, and 829 s
+# on three, idle 0.7%; likely each process's TensorFlow thread pools, sized for both CPUs).
+# Whole files go to one worker
 # (--dist loadfile): module fixtures are built once. The files start in the order
 # tests/conftest.py gives them, heaviest first, so that no long file is left for the end
 # (--no-loadscope-reorder: xdist would otherwise start the files with the most tests first).
 # TEST_WORKERS=0 runs in this process. --durations=30: the log ends with the 30 slowest test
 # phases, so a CI log shows where the time goes.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 DEMO_ARGS ?=
 
 # torch must be the CPU build (never pull CUDA wheels and nvidia-* packages). PyTorch's CPU
