@@ -23,9 +23,10 @@ dropped in half-way through each round (a round goes on until the new version an
 reports the requests, failures, overload answers, p50/p99 latency, the longest time without
 an answer (across the swap too), the memory of the server's processes (RSS of the server,
 PSS of it and its version processes) at the start and end of each round; how long clients
-with 1 s deadlines wait for their first answers from the server before it has answered
-anything (cold start: its start overlaps the throughput part); a burst of --burst_requests requests at once (overload answered at once, served
-again after it); --connections clients connecting at once; and the hostile requests of the
+with --deadline_ms deadlines wait for their first answers from the server before it has
+answered anything (cold start: its start overlaps the throughput part); a burst of
+--burst_requests requests at once (overload answered at once, served again after it);
+--connections clients connecting at once; and the hostile requests of the
 server's probe, sent during the first round (each must be refused with a clear 4xx /
 INVALID_ARGUMENT while the clients go on, the memory under twice its idle figure). It fails
 when a check fails; with --notiming_checks the checks of how long things took are printed
