@@ -25,8 +25,7 @@ PYTEST_ARGS ?=
 # sockets, so two workers roughly halve the wall time; a third is slower: 2026-11-29, back to
 # back, the whole suite took 786 s on two workers, the CPUs idle 6.1% of the time, and 829 s
 # on three, idle 0.7%; likely each process's TensorFlow thread pools, sized for both CPUs).
-# Whole files go to one worker
-# (--dist loadfile): module fixtures are built once. The files start in the order
+# Whole files go to one worker (--dist loadfile): module fixtures are built once. The files start in the order
 # tests/conftest.py gives them, heaviest first, so that no long file is left for the end
 # (--no-loadscope-reorder: xdist would otherwise start the files with the most tests first).
 # TEST_WORKERS=0 runs in this process. --durations=30: the log ends with the 30 slowest test
